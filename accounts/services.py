@@ -1,0 +1,33 @@
+from django.db import transaction
+from django.utils.text import slugify
+
+from accounts.models import Membership, Project, Role, User
+from core.exceptions import ApplicationError
+
+
+def require_role(membership: Membership, capability: str) -> None:
+    """Raise ApplicationError unless the membership carries `capability`
+    (one of "author", "review", "export")."""
+    allowed = {
+        "author": membership.can_author,
+        "review": membership.can_review,
+        "export": membership.can_export,
+    }[capability]
+    if not allowed:
+        verb = {"author": "edit content", "review": "review tasks", "export": "build packs"}[capability]
+        raise ApplicationError(f"Your role in this project ({membership.role}) cannot {verb}.")
+
+
+@transaction.atomic
+def project_create(*, name: str, created_by: User, description: str = "", slug: str = "") -> Project:
+    project = Project.objects.create(name=name, slug=slug or slugify(name)[:80], description=description)
+    Membership.objects.create(project=project, user=created_by, role=Role.ADMIN)
+    return project
+
+
+@transaction.atomic
+def membership_set(*, project: Project, user: User, role: str) -> Membership:
+    if role not in Role.values:
+        raise ApplicationError(f"Unknown role {role!r}; choose one of {', '.join(Role.values)}.")
+    membership, _ = Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
+    return membership

@@ -1,0 +1,184 @@
+from django.conf import settings
+from django.db import models
+
+from accounts.models import Project
+from core.models import TimeStampedModel
+
+
+class World(TimeStampedModel):
+    """Scenario outline + facts sheet + data room. Many tasks share one world."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="worlds")
+    title = models.CharField(max_length=200)
+    outline = models.TextField(blank=True, help_text="The scenario, in markdown.")
+    facts = models.JSONField(default=list, blank=True, help_text='[{"key": ..., "value": ...}, ...]')
+    # Bumped on every save; a save based on an older revision is refused (no silent overwrite).
+    revision = models.PositiveIntegerField(default=1)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["title", "id"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class DocumentKind(models.TextChoices):
+    FILE = "file", "File"
+    EMAIL = "email", "Email"
+    CHAT = "chat", "Chat message"
+    EVENT = "event", "Calendar event"
+
+
+class DocumentFormat(models.TextChoices):
+    DOCX = "docx", "Word (docx)"
+    XLSX = "xlsx", "Excel (xlsx)"
+    PPTX = "pptx", "PowerPoint (pptx)"
+    PDF = "pdf", "PDF"
+    MD = "md", "Markdown"
+    CSV = "csv", "CSV"
+
+
+class DocumentStatus(models.TextChoices):
+    SKELETON = "skeleton", "Skeleton"
+    DRAFTED = "drafted", "Drafted"
+    EDITED = "edited", "Edited"
+    LOCKED = "locked", "Locked"
+
+
+class Document(TimeStampedModel):
+    """One data-room item. Starts as a skeleton line and gets content later."""
+
+    world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="documents")
+    path = models.CharField(max_length=500, help_text="Where it sits in the data room, e.g. Deal/LOI.docx")
+    kind = models.CharField(max_length=16, choices=DocumentKind.choices, default=DocumentKind.FILE)
+    format = models.CharField(max_length=8, choices=DocumentFormat.choices, blank=True)
+    brief = models.TextField(blank=True, help_text="What this document says, for the drafter.")
+    metadata = models.JSONField(default=dict, blank=True, help_text="from, to, cc, date, subject, channel, attendees …")
+    target_size = models.PositiveIntegerField(default=300, help_text="Target length in words.")
+    content = models.TextField(blank=True)
+    status = models.CharField(max_length=16, choices=DocumentStatus.choices, default=DocumentStatus.SKELETON)
+    position = models.PositiveIntegerField(default=0)
+    revision = models.PositiveIntegerField(default=1)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [models.UniqueConstraint(fields=["world", "path"], name="unique_document_path_per_world")]
+
+    def __str__(self) -> str:
+        return self.path
+
+    @property
+    def folder(self) -> str:
+        return self.path.rpartition("/")[0]
+
+    @property
+    def name(self) -> str:
+        return self.path.rpartition("/")[2]
+
+
+class DeliverableKind(models.TextChoices):
+    ANSWER = "answer", "Written answer"
+    DOCX = "docx", "Word document"
+    XLSX = "xlsx", "Spreadsheet"
+    PPTX = "pptx", "Slide deck"
+    EMAIL = "email", "Email sent"
+
+
+class EnvTaskStatus(models.TextChoices):
+    DRAFT = "draft", "Draft"
+    IN_REVIEW = "in_review", "In review"
+    CHANGES_REQUESTED = "changes_requested", "Changes requested"
+    APPROVED = "approved", "Approved"
+    ARCHIVED = "archived", "Archived"
+
+
+class EnvTask(TimeStampedModel):
+    """A prompt on a world plus its verifier (named so to never clash with a Celery task)."""
+
+    EDITABLE_STATUSES = (EnvTaskStatus.DRAFT, EnvTaskStatus.CHANGES_REQUESTED)
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="env_tasks")
+    world = models.ForeignKey(World, on_delete=models.PROTECT, related_name="env_tasks")
+    title = models.CharField(max_length=200)
+    prompt = models.TextField(blank=True)
+    deliverable_kind = models.CharField(max_length=16, choices=DeliverableKind.choices, default=DeliverableKind.ANSWER)
+    reference_answer = models.TextField(blank=True)
+    status = models.CharField(max_length=24, choices=EnvTaskStatus.choices, default=EnvTaskStatus.DRAFT)
+    revision = models.PositiveIntegerField(default=1)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-updated_at", "id"]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def is_editable(self) -> bool:
+        return self.status in self.EDITABLE_STATUSES
+
+
+class RubricVersion(TimeStampedModel):
+    """A numbered version of a task's rubric. Once frozen (submitted, or used to grade)
+    it never changes again; the next edit starts a new version."""
+
+    env_task = models.ForeignKey(EnvTask, on_delete=models.CASCADE, related_name="rubric_versions")
+    number = models.PositiveIntegerField()
+    frozen_at = models.DateTimeField(null=True, blank=True)
+    revision = models.PositiveIntegerField(default=1)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["env_task", "-number"]
+        constraints = [models.UniqueConstraint(fields=["env_task", "number"], name="unique_rubric_version_number")]
+
+    def __str__(self) -> str:
+        return f"{self.env_task} rubric v{self.number}"
+
+    @property
+    def is_frozen(self) -> bool:
+        return self.frozen_at is not None
+
+
+class CriterionTag(models.TextChoices):
+    ESSENTIAL = "essential", "Essential"
+    IMPORTANT = "important", "Important"
+    OPTIONAL = "optional", "Optional"
+    PITFALL = "pitfall", "Pitfall"
+
+
+class GraderKind(models.TextChoices):
+    LLM_JUDGE = "llm_judge", "LLM judge"
+    CHECK = "check", "Deterministic check"
+
+
+class Criterion(models.Model):
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.CASCADE, related_name="criteria")
+    position = models.PositiveIntegerField(default=0)
+    text = models.TextField()
+    points = models.IntegerField(default=1, help_text="Negative points make this a penalty.")
+    tag = models.CharField(max_length=16, choices=CriterionTag.choices, default=CriterionTag.IMPORTANT)
+    grader_kind = models.CharField(max_length=16, choices=GraderKind.choices, default=GraderKind.LLM_JUDGE)
+    grader_config = models.JSONField(default=dict, blank=True)
+    explanation = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["position", "id"]
+
+    def __str__(self) -> str:
+        return self.text[:80]
+
+    def as_dict(self) -> dict:
+        return {
+            "text": self.text,
+            "points": self.points,
+            "tag": self.tag,
+            "grader_kind": self.grader_kind,
+            "grader_config": self.grader_config,
+            "explanation": self.explanation,
+        }

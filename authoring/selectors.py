@@ -1,0 +1,81 @@
+"""Reads with access rules: every world, document, task and rubric is reached through
+its project's membership. An object of a project the user is not in is a 404."""
+
+from django.db.models import Count, Q, QuerySet
+from django.shortcuts import get_object_or_404
+
+from accounts.models import Membership
+from accounts.selectors import project_list_for_user
+from authoring.models import Document, EnvTask, EnvTaskStatus, RubricVersion, World
+
+
+def world_list_for_user(*, user, project_id: int | None = None) -> QuerySet[World]:
+    qs = World.objects.filter(project__in=project_list_for_user(user=user))
+    if project_id is not None:
+        qs = qs.filter(project_id=project_id)
+    return qs.select_related("project").annotate(document_count=Count("documents"))
+
+
+def world_get_for_user(*, user, pk: int) -> World:
+    return get_object_or_404(World.objects.filter(project__in=project_list_for_user(user=user)).select_related("project"), pk=pk)
+
+
+def document_list_for_user(*, user, world_id: int | None = None) -> QuerySet[Document]:
+    qs = Document.objects.filter(world__project__in=project_list_for_user(user=user))
+    if world_id is not None:
+        qs = qs.filter(world_id=world_id)
+    return qs.select_related("world", "world__project")
+
+
+def document_get_for_user(*, user, pk: int) -> Document:
+    return get_object_or_404(document_list_for_user(user=user), pk=pk)
+
+
+def env_task_list_for_user(*, user, project_id: int | None = None, status: str | None = None) -> QuerySet[EnvTask]:
+    qs = EnvTask.objects.filter(project__in=project_list_for_user(user=user)).select_related("project", "world", "created_by")
+    if project_id is not None:
+        qs = qs.filter(project_id=project_id)
+    if status:
+        qs = qs.filter(status=status)
+    return qs
+
+
+def env_task_get_for_user(*, user, pk: int) -> EnvTask:
+    return get_object_or_404(env_task_list_for_user(user=user), pk=pk)
+
+
+def env_task_drafts_for_author(*, user) -> QuerySet[EnvTask]:
+    """The user's own tasks that are waiting on the user: drafts and sent-back ones."""
+    return env_task_list_for_user(user=user).filter(
+        created_by=user, status__in=[EnvTaskStatus.DRAFT, EnvTaskStatus.CHANGES_REQUESTED]
+    )
+
+
+def env_task_counts_for_user(*, user) -> dict[str, int]:
+    counts = env_task_list_for_user(user=user).aggregate(
+        **{status: Count("id", filter=Q(status=status)) for status in EnvTaskStatus.values}
+    )
+    return counts
+
+
+def rubric_version_current(*, env_task: EnvTask) -> RubricVersion | None:
+    return env_task.rubric_versions.order_by("-number").first()
+
+
+def rubric_version_get_for_user(*, user, pk: int) -> RubricVersion:
+    return get_object_or_404(
+        RubricVersion.objects.filter(env_task__project__in=project_list_for_user(user=user)).select_related("env_task"),
+        pk=pk,
+    )
+
+
+def world_tree(*, world: World) -> list[dict]:
+    """The data room as folders of documents, in position order, for the tree view."""
+    folders: dict[str, list[Document]] = {}
+    for document in world.documents.all():
+        folders.setdefault(document.folder, []).append(document)
+    return [{"folder": folder, "documents": docs} for folder, docs in sorted(folders.items())]
+
+
+def members_can_author(membership: Membership | None) -> bool:
+    return bool(membership and membership.can_author)

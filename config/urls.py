@@ -1,0 +1,11 @@
+from django.contrib import admin
+from django.urls import include, path
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/", include("config.api_urls")),
+    path("", include("accounts.urls")),
+    path("", include("authoring.urls")),
+    path("", include("reviews.urls")),
+    path("", include("packs.urls")),
+]

@@ -1,0 +1,99 @@
+import hashlib
+import logging
+import tempfile
+
+from django.core.files import File
+from django.db import transaction
+from django.db.models import F, Max, Q
+from django.utils import timezone
+
+from accounts.selectors import membership_get
+from accounts.services import require_role
+from core.exceptions import ApplicationError
+from packs.builders import build_taskwright_pack
+from packs.models import Pack, PackStatus
+from reviews.models import Submission, SubmissionStatus
+
+logger = logging.getLogger(__name__)
+MAX_ATTEMPTS = 3
+
+
+@transaction.atomic
+def pack_create(*, project_id: int, user, name: str, submission_ids: list[int]) -> Pack:
+    """Record a new pack version of the chosen approved submissions and queue its build."""
+    membership = membership_get(user=user, project_id=project_id)
+    require_role(membership, "export")
+    name = (name or "").strip()
+    if not name or len(name) > 120:
+        raise ApplicationError("Give the pack a name (120 characters at most).")
+    ids = {int(i) for i in submission_ids}
+    if not ids:
+        raise ApplicationError("Choose at least one approved task.")
+    submissions = list(Submission.objects.filter(pk__in=ids, project_id=project_id, status=SubmissionStatus.APPROVED))
+    if len(submissions) != len(ids):
+        raise ApplicationError("Only approved tasks of this project can go into a pack.")
+    version = (Pack.objects.filter(project_id=project_id).aggregate(v=Max("version"))["v"] or 0) + 1
+    pack = Pack.objects.create(project_id=project_id, name=name, version=version, created_by=user)
+    pack.submissions.set(submissions)
+    from packs.tasks import build_pack
+
+    transaction.on_commit(lambda: build_pack.delay(pack.pk))
+    return pack
+
+
+def pack_build(*, pack_id: int) -> None:
+    """Build the pack file. Safe to run twice and after a killed worker:
+
+    - a queued pack is claimed by a conditional update;
+    - a pack left 'building' by a worker that died is taken over (the broker only
+      redelivers the job when its worker is gone), up to MAX_ATTEMPTS;
+    - a ready or failed pack is left alone.
+    The zip is deterministic, so a rebuild produces the same bytes.
+    """
+    claimed = Pack.objects.filter(
+        Q(status=PackStatus.QUEUED) | Q(status=PackStatus.BUILDING, attempts__lt=MAX_ATTEMPTS), pk=pack_id
+    ).update(status=PackStatus.BUILDING, attempts=F("attempts") + 1, started_at=timezone.now(), progress=0)
+    if not claimed:
+        Pack.objects.filter(pk=pack_id, status=PackStatus.BUILDING).update(
+            status=PackStatus.FAILED, error="The build was interrupted too many times.", finished_at=timezone.now()
+        )
+        return
+    pack = Pack.objects.select_related("project").get(pk=pack_id)
+    try:
+        _write_pack_file(pack)
+    except Exception as exc:  # any failure becomes a readable state, never a stuck pack
+        logger.exception("pack %s failed", pack_id)
+        Pack.objects.filter(pk=pack_id).update(status=PackStatus.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now())
+
+
+def _write_pack_file(pack: Pack) -> None:
+    submissions = pack.submissions.order_by("env_task_id", "number").values("id", "number", "snapshot")
+
+    def on_progress(percent: int) -> None:
+        Pack.objects.filter(pk=pack.pk, status=PackStatus.BUILDING).update(progress=min(percent, 99))
+
+    pack_info = {
+        "name": pack.name,
+        "version": pack.version,
+        "project": pack.project.slug,
+        "created_at": pack.created_at.isoformat(),
+    }
+    with tempfile.TemporaryFile() as out:
+        manifest = build_taskwright_pack(out, pack_info=pack_info, submissions=submissions.iterator(), on_progress=on_progress)
+        size = out.tell()
+        out.seek(0)
+        digest = hashlib.file_digest(out, "sha256").hexdigest()
+        out.seek(0)
+        if pack.file:
+            pack.file.delete(save=False)
+        stored_name = pack.file.storage.save(f"packs/{pack.project.slug}/{pack.filename}", File(out))
+    Pack.objects.filter(pk=pack.pk).update(
+        status=PackStatus.READY,
+        progress=100,
+        file=stored_name,
+        size_bytes=size,
+        sha256=digest,
+        manifest=manifest,
+        error="",
+        finished_at=timezone.now(),
+    )

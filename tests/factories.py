@@ -1,0 +1,60 @@
+"""Typed builders for test data. They go through the services where a service exists,
+so tests start from states the product itself can reach."""
+
+import itertools
+
+from accounts.models import Membership, Project, Role, User
+from authoring import services as authoring_services
+from authoring.models import Document, EnvTask, World
+
+_seq = itertools.count(1)
+
+PASSWORD = "correct-horse-battery-staple"
+
+
+def user(username: str | None = None) -> User:
+    username = username or f"user{next(_seq)}"
+    return User.objects.create_user(username=username, password=PASSWORD, email=f"{username}@example.test")
+
+
+def project(name: str | None = None) -> Project:
+    n = next(_seq)
+    return Project.objects.create(name=name or f"Project {n}", slug=f"project-{n}")
+
+
+def member(project: Project, role: str = Role.AUTHOR, username: str | None = None) -> User:
+    u = user(username)
+    Membership.objects.create(project=project, user=u, role=role)
+    return u
+
+
+def world(project: Project, author: User, *, title: str = "Acme acquires Beta", documents: int = 2) -> World:
+    w = authoring_services.world_create(
+        project_id=project.pk,
+        user=author,
+        title=title,
+        outline="Acme Corp is buying **Beta Ltd** for $12m.",
+        facts=[{"key": "Price", "value": "$12m"}, {"key": "Closing", "value": "2026-03-31"}],
+    )
+    for i in range(documents):
+        authoring_services.document_create(world=w, user=author, path=f"Deal/Doc {i + 1}.md", brief=f"Document {i + 1}")
+    return w
+
+
+def env_task(world: World, author: User, *, title: str = "Summarise the LOI", criteria: int = 2) -> EnvTask:
+    t = authoring_services.env_task_create(
+        world=world,
+        user=author,
+        title=title,
+        prompt="Read the data room and state the purchase price.",
+        reference_answer="The price is $12m.",
+    )
+    for i in range(criteria):
+        rubric = t.rubric_versions.order_by("-number").first()
+        authoring_services.criterion_add(env_task=t, user=author, base_revision=rubric.revision, text=f"States fact {i + 1}", points=5 - i)
+    t.refresh_from_db()
+    return t
+
+
+def document(world: World, author: User, path: str = "Notes/readme.md") -> Document:
+    return authoring_services.document_create(world=world, user=author, path=path)
