@@ -4,9 +4,8 @@ its project's membership. An object of a project the user is not in is a 404."""
 from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
-from accounts.models import Membership
 from accounts.selectors import project_list_for_user
-from authoring.models import Document, EnvTask, EnvTaskStatus, RubricVersion, World
+from authoring.models import Criterion, Document, EnvTask, EnvTaskStatus, RubricVersion, World
 
 
 def world_list_for_user(*, user, project_id: int | None = None) -> QuerySet[World]:
@@ -77,5 +76,20 @@ def world_tree(*, world: World) -> list[dict]:
     return [{"folder": folder, "documents": docs} for folder, docs in sorted(folders.items())]
 
 
-def members_can_author(membership: Membership | None) -> bool:
-    return bool(membership and membership.can_author)
+def criterion_get_for_user(*, user, pk: int) -> Criterion:
+    return get_object_or_404(
+        Criterion.objects.filter(rubric_version__env_task__project__in=project_list_for_user(user=user)).select_related(
+            "rubric_version", "rubric_version__env_task"
+        ),
+        pk=pk,
+    )
+
+
+def rubric_summary(*, rubric_version: RubricVersion | None) -> dict:
+    criteria = list(rubric_version.criteria.all()) if rubric_version else []
+    return {
+        "rubric": rubric_version,
+        "criteria": criteria,
+        "positive_points": sum(c.points for c in criteria if c.points > 0),
+        "penalty_points": sum(c.points for c in criteria if c.points < 0),
+    }

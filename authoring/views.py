@@ -1,0 +1,372 @@
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from accounts.selectors import membership_for, membership_get
+from authoring import selectors, services
+from authoring.forms import (
+    METADATA_FIELDS,
+    CriterionForm,
+    DocumentForm,
+    DocumentSkeletonForm,
+    EnvTaskCreateForm,
+    EnvTaskForm,
+    MoveForm,
+    WorldForm,
+)
+from authoring.models import EnvTask, World
+from core.exceptions import ApplicationError
+from core.sanitize import markdown_to_safe_html
+from core.views import UNPROCESSABLE, render_error
+
+
+def _form_error(form) -> ApplicationError:
+    first = next(iter(form.errors.items()))
+    field, messages = first
+    label = "" if field == "__all__" else f"{form.fields[field].label or field.replace('_', ' ').capitalize()}: "
+    return ApplicationError(f"{label}{messages[0]}")
+
+
+# --- Project -------------------------------------------------------------------------
+
+@login_required
+def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    membership = membership_get(user=request.user, project_id=pk)
+    context = {
+        "project": membership.project,
+        "membership": membership,
+        "worlds": selectors.world_list_for_user(user=request.user, project_id=pk),
+        "env_tasks": selectors.env_task_list_for_user(user=request.user, project_id=pk),
+        "members": membership.project.memberships.select_related("user").order_by("role", "user__username"),
+    }
+    return render(request, "authoring/project_detail.html", context)
+
+
+@login_required
+@require_POST
+def world_create(request: HttpRequest, project_pk: int) -> HttpResponse:
+    membership = membership_get(user=request.user, project_id=project_pk)
+    form = WorldForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise _form_error(form)
+        world = services.world_create(project_id=project_pk, user=request.user, title=form.cleaned_data["title"], outline=form.cleaned_data["outline"])
+    except ApplicationError as error:
+        request.method = "GET"
+        context = {
+            "project": membership.project, "membership": membership, "world_error": error.message,
+            "worlds": selectors.world_list_for_user(user=request.user, project_id=project_pk),
+            "env_tasks": selectors.env_task_list_for_user(user=request.user, project_id=project_pk),
+            "members": membership.project.memberships.select_related("user"),
+        }
+        return render(request, "authoring/project_detail.html", context, status=UNPROCESSABLE)
+    return redirect("world-editor", pk=world.pk)
+
+
+# --- World editor ----------------------------------------------------------------------
+
+def _world_context(request: HttpRequest, world: World, **extra) -> dict:
+    membership = membership_for(user=request.user, project_id=world.project_id)
+    return {
+        "world": world,
+        "project": world.project,
+        "can_author": membership.can_author,
+        "tree": selectors.world_tree(world=world),
+        "document_count": world.documents.count(),
+        "skeleton_form": DocumentSkeletonForm(),
+        "env_tasks": world.env_tasks.all(),
+        **extra,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def world_editor(request: HttpRequest, pk: int) -> HttpResponse:
+    world = selectors.world_get_for_user(user=request.user, pk=pk)
+    template = "authoring/world_editor.html"
+    if request.method == "POST":
+        form = WorldForm(request.POST)
+        facts = form.facts_from(request.POST)
+        try:
+            if not form.is_valid():
+                raise _form_error(form)
+            world = services.world_update(
+                world=world, user=request.user, title=form.cleaned_data["title"], outline=form.cleaned_data["outline"],
+                facts=facts, base_revision=form.cleaned_data["revision"],
+            )
+        except ApplicationError as error:
+            unsaved = {"title": request.POST.get("title", ""), "outline": request.POST.get("outline", ""), "facts": facts}
+            return render_error(request, template + ("#world-form" if request.htmx else ""), _world_context(request, world, unsaved=unsaved), error)
+        if not request.htmx:
+            return redirect("world-editor", pk=world.pk)
+        return render(request, template + "#world-form", _world_context(request, world, saved=True))
+    return render(request, template, _world_context(request, world))
+
+
+def _data_room(request: HttpRequest, world: World, error: ApplicationError | None = None, **extra) -> HttpResponse:
+    """Answer a data-room change: the refreshed tree for htmx, a redirect otherwise.
+    On error the message shows above the tree and the add form keeps what was typed."""
+    if error is None and not request.htmx:
+        return redirect("world-editor", pk=world.pk)
+    context = _world_context(request, world, data_room_error=error.message if error else None, **extra)
+    template = "authoring/world_editor.html" + ("#data-room" if request.htmx else "")
+    return render(request, template, context, status=UNPROCESSABLE if error else 200)
+
+
+@login_required
+@require_POST
+def document_add(request: HttpRequest, world_pk: int) -> HttpResponse:
+    world = selectors.world_get_for_user(user=request.user, pk=world_pk)
+    form = DocumentSkeletonForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise _form_error(form)
+        data = form.cleaned_data
+        services.document_create(
+            world=world, user=request.user, path=data["path"], kind=data["kind"], format=data["format"],
+            brief=data["brief"], target_size=data["target_size"],
+        )
+    except ApplicationError as error:
+        return _data_room(request, world, error, skeleton_form=form)
+    return _data_room(request, world)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def document_row(request: HttpRequest, pk: int) -> HttpResponse:
+    """Inline edit of one skeleton line in the data-room tree."""
+    document = selectors.document_get_for_user(user=request.user, pk=pk)
+    if request.method == "GET":
+        initial = {f: getattr(document, f) for f in ("path", "kind", "format", "brief", "target_size", "revision")}
+        context = {"document": document, "row_form": DocumentSkeletonForm(initial=initial, auto_id=False), "can_author": True}
+        template = "authoring/world_editor.html#document-row-form" if request.GET.get("edit") else "authoring/world_editor.html#document-row"
+        return render(request, template, context)
+    form = DocumentSkeletonForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise _form_error(form)
+        data = form.cleaned_data
+        services.document_update(
+            document=document, user=request.user, base_revision=data["revision"], path=data["path"], kind=data["kind"],
+            format=data["format"], brief=data["brief"], target_size=data["target_size"],
+        )
+    except ApplicationError as error:
+        return _data_room(request, document.world, error)
+    return _data_room(request, document.world)
+
+
+@login_required
+@require_POST
+def document_move(request: HttpRequest, pk: int) -> HttpResponse:
+    document = selectors.document_get_for_user(user=request.user, pk=pk)
+    form = MoveForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise _form_error(form)
+        services.document_move(document=document, user=request.user, direction=form.cleaned_data["direction"])
+    except ApplicationError as error:
+        return _data_room(request, document.world, error)
+    return _data_room(request, document.world)
+
+
+@login_required
+@require_POST
+def document_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    document = selectors.document_get_for_user(user=request.user, pk=pk)
+    world = document.world
+    try:
+        services.document_delete(document=document, user=request.user)
+    except ApplicationError as error:
+        return _data_room(request, world, error)
+    return _data_room(request, world)
+
+
+# --- Document editor -------------------------------------------------------------------
+
+def _document_context(request: HttpRequest, document, form=None, **extra) -> dict:
+    membership = membership_for(user=request.user, project_id=document.world.project_id)
+    if form is None:
+        initial = {f: getattr(document, f) for f in ("path", "kind", "format", "brief", "target_size", "content", "revision")}
+        initial["locked"] = document.status == "locked"
+        form = DocumentForm(initial=initial)
+    metadata = extra.pop("metadata", document.metadata)
+    return {
+        "document": document,
+        "world": document.world,
+        "project": document.world.project,
+        "form": form,
+        "metadata_fields": [(key, metadata.get(key, "")) for key in METADATA_FIELDS],
+        "preview": markdown_to_safe_html(form["content"].value() or ""),
+        "can_author": membership.can_author,
+        **extra,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def document_editor(request: HttpRequest, pk: int) -> HttpResponse:
+    document = selectors.document_get_for_user(user=request.user, pk=pk)
+    template = "authoring/document_editor.html"
+    if request.method == "GET":
+        return render(request, template, _document_context(request, document))
+    form = DocumentForm(request.POST)
+    metadata = form.metadata_from(request.POST)
+    try:
+        if not form.is_valid():
+            raise _form_error(form)
+        data = form.cleaned_data
+        document = services.document_update(
+            document=document, user=request.user, base_revision=data["revision"], path=data["path"], kind=data["kind"],
+            format=data["format"], brief=data["brief"], target_size=data["target_size"], content=data["content"],
+            metadata=metadata, locked=data["locked"],
+        )
+    except ApplicationError as error:
+        partial = "#document-form" if request.htmx else ""
+        return render_error(request, template + partial, _document_context(request, document, form=form, metadata=metadata), error)
+    if not request.htmx:
+        return redirect("document-editor", pk=document.pk)
+    return render(request, template + "#document-form", _document_context(request, document, saved=True))
+
+
+@login_required
+@require_POST
+def document_preview(request: HttpRequest, pk: int) -> HttpResponse:
+    """Sanitized preview of unsaved content: renders, saves nothing."""
+    selectors.document_get_for_user(user=request.user, pk=pk)
+    return render(request, "authoring/document_editor.html#preview", {"preview": markdown_to_safe_html(request.POST.get("content", ""))})
+
+
+# --- Task editor -----------------------------------------------------------------------
+
+@login_required
+@require_POST
+def task_create(request: HttpRequest, world_pk: int) -> HttpResponse:
+    world = selectors.world_get_for_user(user=request.user, pk=world_pk)
+    form = EnvTaskCreateForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise _form_error(form)
+        env_task = services.env_task_create(world=world, user=request.user, title=form.cleaned_data["title"])
+    except ApplicationError as error:
+        return render_error(request, "authoring/world_editor.html", _world_context(request, world), error)
+    return redirect("task-editor", pk=env_task.pk)
+
+
+def _task_context(request: HttpRequest, env_task: EnvTask, form=None, **extra) -> dict:
+    membership = membership_for(user=request.user, project_id=env_task.project_id)
+    if form is None:
+        form = EnvTaskForm(initial={f: getattr(env_task, f) for f in ("title", "prompt", "deliverable_kind", "reference_answer", "revision")})
+    rubric = selectors.rubric_version_current(env_task=env_task)
+    return {
+        "env_task": env_task,
+        "world": env_task.world,
+        "project": env_task.project,
+        "form": form,
+        "can_author": membership.can_author,
+        "editable": membership.can_author and env_task.is_editable,
+        "criterion_form": CriterionForm(),
+        **selectors.rubric_summary(rubric_version=rubric),
+        **extra,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def task_editor(request: HttpRequest, pk: int) -> HttpResponse:
+    env_task = selectors.env_task_get_for_user(user=request.user, pk=pk)
+    template = "authoring/task_editor.html"
+    if request.method == "GET":
+        return render(request, template, _task_context(request, env_task))
+    form = EnvTaskForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise _form_error(form)
+        env_task = services.env_task_update(env_task=env_task, user=request.user, base_revision=form.cleaned_data["revision"], **{
+            k: form.cleaned_data[k] for k in ("title", "prompt", "deliverable_kind", "reference_answer")
+        })
+    except ApplicationError as error:
+        return render_error(request, template + ("#task-form" if request.htmx else ""), _task_context(request, env_task, form=form), error)
+    if not request.htmx:
+        return redirect("task-editor", pk=env_task.pk)
+    return render(request, template + "#task-form", _task_context(request, env_task, saved=True))
+
+
+def _rubric(request: HttpRequest, env_task: EnvTask, error: ApplicationError | None = None) -> HttpResponse:
+    env_task.refresh_from_db()
+    if not request.htmx:
+        if error is None:
+            return redirect("task-editor", pk=env_task.pk)
+        return render_error(request, "authoring/task_editor.html", _task_context(request, env_task), error)
+    if error is not None:
+        return render_error(request, "authoring/task_editor.html#rubric", _task_context(request, env_task), error)
+    return render(request, "authoring/task_editor.html#rubric", _task_context(request, env_task))
+
+
+@login_required
+@require_POST
+def criterion_add(request: HttpRequest, task_pk: int) -> HttpResponse:
+    env_task = selectors.env_task_get_for_user(user=request.user, pk=task_pk)
+    form = CriterionForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise _form_error(form)
+        data = form.cleaned_data
+        services.criterion_add(
+            env_task=env_task, user=request.user, base_revision=data["revision"], text=data["text"], points=data["points"],
+            tag=data["tag"], explanation=data["explanation"],
+        )
+    except ApplicationError as error:
+        return _rubric(request, env_task, error)
+    return _rubric(request, env_task)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def criterion_row(request: HttpRequest, pk: int) -> HttpResponse:
+    criterion = selectors.criterion_get_for_user(user=request.user, pk=pk)
+    env_task = criterion.rubric_version.env_task
+    if request.method == "GET":
+        rubric = criterion.rubric_version
+        initial = {**criterion.as_dict(), "revision": rubric.revision}
+        template = "authoring/task_editor.html#criterion-row-form" if request.GET.get("edit") else "authoring/task_editor.html#criterion-row"
+        return render(request, template, {"criterion": criterion, "row_form": CriterionForm(initial=initial), "rubric": rubric, "editable": True})
+    form = CriterionForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise _form_error(form)
+        data = form.cleaned_data
+        services.criterion_update(
+            criterion=criterion, user=request.user, base_revision=data["revision"], text=data["text"], points=data["points"],
+            tag=data["tag"], explanation=data["explanation"], grader_kind=criterion.grader_kind, grader_config=criterion.grader_config,
+        )
+    except ApplicationError as error:
+        return _rubric(request, env_task, error)
+    return _rubric(request, env_task)
+
+
+@login_required
+@require_POST
+def criterion_move(request: HttpRequest, pk: int) -> HttpResponse:
+    criterion = selectors.criterion_get_for_user(user=request.user, pk=pk)
+    form = MoveForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise _form_error(form)
+        services.criterion_move(criterion=criterion, user=request.user, base_revision=form.cleaned_data["revision"], direction=form.cleaned_data["direction"])
+    except ApplicationError as error:
+        return _rubric(request, criterion.rubric_version.env_task, error)
+    return _rubric(request, criterion.rubric_version.env_task)
+
+
+@login_required
+@require_POST
+def criterion_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    criterion = selectors.criterion_get_for_user(user=request.user, pk=pk)
+    env_task = criterion.rubric_version.env_task
+    revision = request.POST.get("revision")
+    try:
+        services.criterion_delete(criterion=criterion, user=request.user, base_revision=int(revision) if revision and revision.isdigit() else None)
+    except ApplicationError as error:
+        return _rubric(request, env_task, error)
+    return _rubric(request, env_task)
