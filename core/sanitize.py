@@ -6,6 +6,7 @@ allow-list: no script, no event handler, no javascript: URL, no hx-* attribute, 
 """
 
 import nh3
+from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
 ALLOWED_TAGS = {
@@ -29,5 +30,6 @@ def clean_html(html: str) -> str:
     )
 
 
-def markdown_to_safe_html(text: str) -> str:
-    return clean_html(_markdown.render(text or ""))
+def markdown_to_safe_html(text: str) -> SafeString:
+    """Markdown → HTML that templates may print as is: it has been through nh3."""
+    return mark_safe(clean_html(_markdown.render(text or "")))  # noqa: S308 - cleaned above

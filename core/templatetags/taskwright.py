@@ -1,5 +1,5 @@
 from django import template
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
 
 from core.sanitize import markdown_to_safe_html
 
@@ -9,4 +9,4 @@ register = template.Library()
 @register.filter(name="markdown")
 def markdown_filter(text: str) -> SafeString:
     """Render user or model text as sanitized HTML (see core.sanitize)."""
-    return mark_safe(markdown_to_safe_html(text))  # noqa: S308 - cleaned by nh3 above
+    return markdown_to_safe_html(text)

@@ -1,0 +1,129 @@
+import pytest
+
+from authoring import services
+from authoring.models import Document, DocumentStatus, EnvTaskStatus
+from core.exceptions import ApplicationError, StaleEditError
+from core.models import StatusChange
+from tests import factories
+
+
+def test_world_update_refuses_a_stale_revision_and_shows_what_changed(team, world):
+    base = world.revision
+    services.world_update(world=world, user=team.author2, title=world.title, outline="Beta is the buyer.", facts=world.facts, base_revision=base)
+    with pytest.raises(StaleEditError) as caught:
+        services.world_update(world=world, user=team.author, title=world.title, outline="Acme is the buyer.", facts=world.facts, base_revision=base)
+    assert team.author2.username in caught.value.message
+    change = caught.value.extra["changes"]["outline"]
+    assert change["saved"] == "Beta is the buyer."
+    assert "-Beta is the buyer." in change["diff"] and "+Acme is the buyer." in change["diff"]
+    world.refresh_from_db()
+    assert world.outline == "Beta is the buyer."
+
+
+def test_facts_are_cleaned_and_bad_rows_refused(team, world):
+    world = services.world_update(
+        world=world, user=team.author, title="T", outline="", base_revision=world.revision,
+        facts=[{"key": " Price ", "value": "$12m"}, {"key": "", "value": ""}],
+    )
+    assert world.facts == [{"key": "Price", "value": "$12m"}]
+    with pytest.raises(ApplicationError, match="has a value but no key"):
+        services.world_update(world=world, user=team.author, title="T", outline="", facts=[{"key": "", "value": "x"}], base_revision=None)
+
+
+@pytest.mark.parametrize("path", ["../etc/passwd", "/abs/file.md", "a//b.md", "a/./b.md", ""])
+def test_document_paths_cannot_escape_the_data_room(team, world, path):
+    with pytest.raises(ApplicationError):
+        services.document_create(world=world, user=team.author, path=path)
+    assert not Document.objects.filter(world=world, path=path).exists()
+
+
+def test_document_format_comes_from_the_path_and_duplicates_are_refused(team, world):
+    doc = services.document_create(world=world, user=team.author, path="Finance/Cap table.xlsx")
+    assert doc.format == "xlsx" and doc.status == DocumentStatus.SKELETON
+    with pytest.raises(ApplicationError, match="already a document"):
+        services.document_create(world=world, user=team.author, path="Finance/Cap table.xlsx")
+    with pytest.raises(ApplicationError, match="Unknown file format"):
+        services.document_create(world=world, user=team.author, path="Finance/run.exe")
+
+
+def test_locked_document_content_cannot_change_until_unlocked(team, world):
+    doc = world.documents.first()
+    doc = services.document_update(document=doc, user=team.author, base_revision=doc.revision, content="Final.", locked=True)
+    assert doc.status == DocumentStatus.LOCKED
+    with pytest.raises(ApplicationError, match="locked"):
+        services.document_update(document=doc, user=team.author, base_revision=doc.revision, content="Changed.")
+    doc = services.document_update(document=doc, user=team.author, base_revision=doc.revision, content="Changed.", locked=False)
+    assert doc.content == "Changed." and doc.status == DocumentStatus.EDITED
+
+
+def test_document_move_reorders(team, world):
+    first, second = list(world.documents.order_by("position"))
+    services.document_move(document=second, user=team.author, direction="up")
+    assert list(world.documents.order_by("position").values_list("pk", flat=True)) == [second.pk, first.pk]
+
+
+def test_reviewer_cannot_edit_content(team, world, env_task):
+    with pytest.raises(ApplicationError, match="cannot edit content"):
+        services.document_create(world=world, user=team.reviewer, path="x.md")
+    with pytest.raises(ApplicationError, match="cannot edit content"):
+        services.env_task_update(env_task=env_task, user=team.reviewer, base_revision=None, title="x", prompt="y", deliverable_kind="answer", reference_answer="")
+
+
+def test_rubric_total_and_criterion_validation(team, env_task):
+    rubric = env_task.rubric_versions.get()
+    with pytest.raises(ApplicationError, match="pitfall"):
+        services.criterion_add(env_task=env_task, user=team.author, base_revision=rubric.revision, text="Bad", points=3, tag="pitfall")
+    with pytest.raises(ApplicationError, match="not zero"):
+        services.criterion_add(env_task=env_task, user=team.author, base_revision=rubric.revision, text="Zero", points=0)
+    services.criterion_add(env_task=env_task, user=team.author, base_revision=rubric.revision, text="Hedges", points=-2, tag="pitfall")
+    rubric.refresh_from_db()
+    assert [c.points for c in rubric.criteria.all()] == [5, 4, -2]
+
+
+def test_stale_rubric_edit_is_refused(team, env_task):
+    rubric = env_task.rubric_versions.get()
+    base = rubric.revision
+    services.criterion_add(env_task=env_task, user=team.author2, base_revision=base, text="Cites the SPA clause", points=2)
+    with pytest.raises(StaleEditError):
+        services.criterion_add(env_task=env_task, user=team.author, base_revision=base, text="Another", points=1)
+    assert rubric.criteria.count() == 3
+
+
+def test_frozen_rubric_version_is_never_edited_a_new_version_is_made(team, env_task):
+    from reviews import services as review_services
+
+    submission = review_services.submission_create(env_task=env_task, user=team.author)
+    review_services.submission_claim_next(user=team.reviewer)
+    review_services.review_decide(submission=submission, user=team.reviewer, decision="request_changes", comment="Add a criterion on the escrow.")
+    v1 = env_task.rubric_versions.get(number=1)
+    criterion = v1.criteria.first()
+    services.criterion_update(criterion=criterion, user=team.author, base_revision=v1.revision, text="Edited text", points=7, tag="essential")
+    v1.refresh_from_db()
+    assert [c.text for c in v1.criteria.all()] == ["States fact 1", "States fact 2"]
+    v2 = env_task.rubric_versions.get(number=2)
+    assert [c.text for c in v2.criteria.all()] == ["Edited text", "States fact 2"]
+    assert submission.snapshot["rubric"]["criteria"][0]["text"] == "States fact 1"
+
+
+def test_task_lifecycle_is_recorded(team, env_task):
+    from reviews import services as review_services
+
+    review_services.submission_create(env_task=env_task, user=team.author)
+    changes = list(StatusChange.objects.filter(object_id=env_task.pk, content_type__model="envtask").values_list("from_status", "to_status", "actor"))
+    assert changes == [("", EnvTaskStatus.DRAFT, team.author.pk), (EnvTaskStatus.DRAFT, EnvTaskStatus.IN_REVIEW, team.author.pk)]
+
+
+def test_oversize_fields_are_refused(team, world):
+    with pytest.raises(ApplicationError, match="too long"):
+        services.world_update(world=world, user=team.author, title="x" * 201, outline="", facts=[], base_revision=None)
+    with pytest.raises(ApplicationError, match="too long"):
+        services.document_create(world=world, user=team.author, path="big.md", content="x" * 600_000)
+
+
+def test_other_project_member_cannot_write(team, other_team, world):
+    from django.http import Http404
+
+    with pytest.raises(Http404):
+        services.document_create(world=world, user=other_team.admin, path="sneaky.md")
+    with pytest.raises(Http404):
+        factories.env_task(world, other_team.author)
