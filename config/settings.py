@@ -137,6 +137,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR),
         "data_folder_out": str(BROKER_DIR),
+        # Exchange tables (remote control, `celery inspect`); kombu's default is a
+        # "control" folder relative to the current directory.
+        "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
     }
 else:
@@ -172,6 +175,7 @@ MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
 MEDIA_URL = "/media/"  # never served directly: files go through views as attachments
 STATIC_URL = "/static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing one
 STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True
 STORAGES = {
@@ -214,7 +218,9 @@ if not DEBUG:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(60 * 60 * 24 * 365)))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = True
-    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+    # On by default (as cookiecutter-django does) so `check --deploy` is clean; the header
+    # alone enrolls nothing, it only permits submitting the domain to the preload list.
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
 
@@ -240,6 +246,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a `status` field with different choices; name each enum after
+    # its model so the schema is stable and `check --deploy` (drf_spectacular.W001) is clean.
+    "ENUM_NAME_OVERRIDES": {
+        "DocumentStatusEnum": "authoring.models.DocumentStatus",
+        "EnvTaskStatusEnum": "authoring.models.EnvTaskStatus",
+        "SubmissionStatusEnum": "reviews.models.SubmissionStatus",
+        "PackStatusEnum": "packs.models.PackStatus",
+    },
 }
 
 LANGUAGE_CODE = "en-us"

@@ -72,6 +72,7 @@ def submission_claim_next(*, user) -> Submission | None:
 @transaction.atomic
 def submission_release(*, submission: Submission, user) -> Submission:
     """Hand a claimed item back to the queue (the reviewer cannot finish it)."""
+    require_role(membership_get(user=user, project_id=submission.project_id), "review")
     released = Submission.objects.filter(pk=submission.pk, status=SubmissionStatus.CLAIMED, claimed_by=user).update(
         status=SubmissionStatus.QUEUED, claimed_by=None, claimed_at=None
     )
