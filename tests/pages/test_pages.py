@@ -35,7 +35,7 @@ def test_dashboard_shows_drafts_queue_and_projects(client, team, env_task):
 def test_world_editor_full_page_and_saving_the_scenario_as_htmx(author_client, world):
     url = reverse("world-editor", args=[world.pk])
     page = author_client.get(url).content.decode()
-    assert "Data room" in page and "Deal/Doc 1.md".split("/")[1] in page
+    assert "Data room" in page and "Doc 1.md" in page
     response = author_client.post(url, {"title": "Renamed", "outline": "New *outline*", "revision": world.revision, "fact_key": ["Price", ""], "fact_value": ["$13m", ""]}, **HX)
     assert response.status_code == 200
     fragment = response.content.decode()
