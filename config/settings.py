@@ -268,3 +268,11 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- Models ---------------------------------------------------------------------------
+# Concurrency slots per endpoint live in Redis when there is one, else in lock files
+# under var/ (enough for every process on one machine).
+LLM_SLOTS_REDIS_URL = os.environ.get("LLM_SLOTS_REDIS_URL") or REDIS_URL or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
+)
+LLM_BACKOFF_BASE = float(os.environ.get("LLM_BACKOFF_BASE", "0.5"))  # seconds, doubled per retry

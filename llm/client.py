@@ -1,0 +1,247 @@
+"""The one way Taskwright calls a model.
+
+    result = chat(endpoint=endpoint, messages=[...], purpose="drafting", project_id=...,
+                  tools=None, schema=None, temperature=None, max_tokens=None)
+
+Every call: takes a slot of the endpoint's concurrency cap (shared by all processes),
+retries 429 / 5xx / timeouts / malformed answers with jittered exponential backoff
+that honours Retry-After, fails fast on auth and quota errors, validates structured
+output against the schema (re-asking a bounded number of times), and is recorded as
+a ModelCall with tokens, cost, latency and outcome. Never call it inside a database
+transaction: a model call can take minutes.
+"""
+
+import email.utils
+import json
+import logging
+import os
+import random
+import time
+from dataclasses import dataclass
+from decimal import Decimal
+
+import httpx
+import jsonschema
+from django.conf import settings
+
+from llm import providers, scripted
+from llm.concurrency import endpoint_slot
+from llm.errors import ModelError, RetryableError
+from llm.models import CallOutcome, EndpointKind, ModelCall, ModelEndpoint
+
+logger = logging.getLogger(__name__)
+SCHEMA_RETRIES = 2
+MAX_RETRY_AFTER = 120.0
+MAX_RESPONSE_BYTES = 20 * 1024 * 1024
+
+
+@dataclass
+class ChatResult(providers.Reply):
+    cost: Decimal = Decimal("0")
+    latency_ms: int = 0
+    attempts: int = 1
+    endpoint_name: str = ""
+    scripted: bool = False
+
+
+def chat(
+    *, endpoint: ModelEndpoint, messages: list[dict], purpose: str, project_id: int | None = None,
+    tools: list[dict] | None = None, schema: dict | None = None, temperature: float | None = None,
+    max_tokens: int | None = None,
+) -> ChatResult:
+    started = time.monotonic()
+    totals = {"input": 0, "output": 0, "attempts": 0}
+    try:
+        if not endpoint.enabled:
+            raise ModelError(f"The model endpoint {endpoint.name!r} is disabled. An admin can enable it under Models.", kind="config")
+        conversation = list(messages)
+        for schema_try in range(SCHEMA_RETRIES + 1):
+            reply = _one_answer(endpoint, conversation, tools, schema, temperature, max_tokens, totals)
+            if schema is None:
+                break
+            problem = _schema_problem(reply.structured, schema)
+            if problem is None:
+                break
+            if schema_try == SCHEMA_RETRIES:
+                raise ModelError(
+                    f"The model's answer did not follow the required structure after {SCHEMA_RETRIES + 1} tries: {problem}",
+                    kind="response", attempts=totals["attempts"],
+                )
+            conversation = [
+                *conversation,
+                {"role": "assistant", "content": reply.text or json.dumps(reply.structured)},
+                {"role": "user", "content": f"That answer does not match the JSON schema: {problem}. Reply again with JSON that matches it exactly."},
+            ]
+    except ModelError as error:
+        error.attempts = max(error.attempts, totals["attempts"])
+        _record(endpoint, purpose, project_id, totals, started, outcome=CallOutcome.ERROR, error=str(error))
+        raise
+    cost = endpoint.cost_of(totals["input"], totals["output"])
+    _record(endpoint, purpose, project_id, totals, started, outcome=CallOutcome.OK, cost=cost)
+    return ChatResult(
+        text=reply.text, tool_calls=reply.tool_calls, structured=reply.structured, finish_reason=reply.finish_reason,
+        input_tokens=totals["input"], output_tokens=totals["output"], cost=cost,
+        latency_ms=int((time.monotonic() - started) * 1000), attempts=totals["attempts"], endpoint_name=endpoint.name,
+        scripted=endpoint.is_scripted,
+    )
+
+
+def _schema_problem(value: object, schema: dict) -> str | None:
+    try:
+        jsonschema.validate(value, schema)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "the top level"
+        return f"at {where}: {exc.message[:300]}"
+    return None
+
+
+def _one_answer(endpoint, messages, tools, schema, temperature, max_tokens, totals) -> providers.Reply:
+    """One answer, with the transport-level retries."""
+    if endpoint.kind == EndpointKind.SCRIPTED:
+        totals["attempts"] += 1
+        reply = scripted.answer(messages=messages, tools=tools, schema=schema)
+        totals["input"] += reply.input_tokens
+        totals["output"] += reply.output_tokens
+        return reply
+    key = _api_key(endpoint)
+    base = settings.LLM_BACKOFF_BASE
+    for attempt in range(1, endpoint.max_retries + 2):
+        totals["attempts"] += 1
+        try:
+            lease = endpoint.connect_timeout + endpoint.read_timeout + 30
+            with endpoint_slot(endpoint_id=endpoint.pk, cap=endpoint.max_concurrency, lease_seconds=lease):
+                reply = _send(endpoint, key, messages, tools, schema, temperature, max_tokens)
+            totals["input"] += reply.input_tokens
+            totals["output"] += reply.output_tokens
+            return reply
+        except RetryableError as error:
+            if attempt > endpoint.max_retries:
+                kind = "server" if error.kind == "rate_limit" else error.kind
+                raise ModelError(f"{error} Gave up after {attempt} attempts.", kind=kind, attempts=attempt) from None
+            if error.retry_after is not None:
+                delay = min(error.retry_after, MAX_RETRY_AFTER) + random.uniform(0, base)
+            else:
+                delay = min(base * 2 ** (attempt - 1), 30.0) * random.uniform(0.5, 1.5)
+            logger.info("model call to %s failed (%s); retry %d in %.2fs", endpoint.name, error, attempt, delay)
+            time.sleep(delay)
+    raise AssertionError("unreachable")
+
+
+def _api_key(endpoint: ModelEndpoint) -> str | None:
+    if not endpoint.api_key_env:
+        return None
+    key = os.environ.get(endpoint.api_key_env, "")
+    if not key:
+        raise ModelError(
+            f"The endpoint {endpoint.name!r} reads its API key from the environment variable {endpoint.api_key_env}, "
+            "which is not set on this machine. Set it for the web server and the workers, then restart them.",
+            kind="config",
+        )
+    return key
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value)
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> providers.Reply:
+    anthropic = endpoint.kind == EndpointKind.ANTHROPIC
+    build = providers.anthropic_request if anthropic else providers.openai_request
+    path, body = build(model=endpoint.model, messages=messages, tools=tools, schema=schema, temperature=temperature, max_tokens=max_tokens)
+    base_url = (endpoint.base_url or ("https://api.anthropic.com" if anthropic else "")).rstrip("/")
+    if anthropic and base_url.endswith("/v1"):
+        base_url = base_url[:-3]
+    headers = {"content-type": "application/json"}
+    if anthropic:
+        headers["anthropic-version"] = "2023-06-01"
+        if key:
+            headers["x-api-key"] = key
+    elif key:
+        headers["authorization"] = f"Bearer {key}"
+    timeout = httpx.Timeout(connect=endpoint.connect_timeout, read=endpoint.read_timeout, write=endpoint.read_timeout, pool=endpoint.connect_timeout)
+    deadline = time.monotonic() + endpoint.connect_timeout + endpoint.read_timeout
+    try:
+        # Redirects are never followed: the key must reach the configured host only.
+        with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client, client.stream(
+            "POST", base_url + path, json=body, headers=headers
+        ) as response:
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > MAX_RESPONSE_BYTES:
+                    raise RetryableError("The endpoint's answer is too large.", kind="response")
+                if time.monotonic() > deadline:  # a server that trickles bytes forever
+                    raise RetryableError(f"The endpoint did not finish answering within {endpoint.read_timeout:g} s.", kind="timeout")
+            raw = b"".join(chunks)
+    except httpx.TimeoutException:
+        raise RetryableError(f"The endpoint did not answer within {endpoint.read_timeout:g} s.", kind="timeout") from None
+    except httpx.TransportError as exc:
+        raise RetryableError(f"Could not reach the endpoint at {base_url} ({type(exc).__name__}).", kind="server") from None
+    _raise_for_status(endpoint, response, raw)
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise RetryableError("The endpoint's answer is not valid JSON.", kind="response") from None
+    parse = providers.anthropic_reply if anthropic else providers.openai_reply
+    return parse(data, structured=schema is not None)
+
+
+def _error_text(raw: bytes) -> str:
+    try:
+        data = json.loads(raw)
+        message = data.get("error", data) if isinstance(data, dict) else data
+        if isinstance(message, dict):
+            message = message.get("message") or message.get("type") or message
+        return str(message)[:300]
+    except ValueError:
+        return raw[:300].decode(errors="replace")
+
+
+def _raise_for_status(endpoint: ModelEndpoint, response: httpx.Response, raw: bytes) -> None:
+    status = response.status_code
+    if status < 300:
+        return
+    detail = _error_text(raw)
+    if 300 <= status < 400:
+        raise ModelError(
+            f"The endpoint answered with a redirect (HTTP {status}). Taskwright never follows redirects, so the API key "
+            "only ever goes to the configured host: set the base URL to the final address.",
+            kind="config",
+        )
+    if status in (401, 403):
+        raise ModelError(
+            f"The endpoint {endpoint.name!r} refused the API key from {endpoint.api_key_env or '(no key configured)'} "
+            f"(HTTP {status}: {detail}). Check that the key is valid for this endpoint.",
+            kind="auth",
+        )
+    if status == 402 or (status == 429 and "quota" in detail.lower()):
+        raise ModelError(f"The provider says the account is out of credit or quota (HTTP {status}: {detail}).", kind="quota")
+    if status == 429:
+        raise RetryableError(f"The endpoint is rate-limiting us (HTTP 429: {detail}).", kind="rate_limit", retry_after=_retry_after(response))
+    if status in (408, 409) or status >= 500:
+        raise RetryableError(f"The endpoint failed (HTTP {status}: {detail}).", kind="server", retry_after=_retry_after(response))
+    raise ModelError(f"The endpoint rejected the request (HTTP {status}: {detail}).", kind="response")
+
+
+def _record(endpoint, purpose, project_id, totals, started, *, outcome, cost=Decimal("0"), error="") -> None:
+    ModelCall.objects.create(
+        endpoint=endpoint if endpoint.pk else None,
+        endpoint_name=endpoint.name,
+        project_id=project_id,
+        purpose=purpose,
+        outcome=outcome,
+        input_tokens=totals["input"],
+        output_tokens=totals["output"],
+        cost=cost,
+        latency_ms=int((time.monotonic() - started) * 1000),
+        attempts=max(totals["attempts"], 1),
+        error=error[:2000],
+    )

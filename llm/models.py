@@ -1,0 +1,81 @@
+from decimal import Decimal
+
+from django.db import models
+
+from core.models import TimeStampedModel
+
+
+class EndpointKind(models.TextChoices):
+    OPENAI_COMPATIBLE = "openai_compatible", "OpenAI-compatible (OpenAI, vLLM, SGLang, Ollama, llama.cpp, OpenRouter …)"
+    ANTHROPIC = "anthropic", "Anthropic Messages API"
+    SCRIPTED = "scripted", "Scripted (sample answers, no model)"
+
+
+class ModelEndpoint(TimeStampedModel):
+    """A model an admin has configured. The API key itself is never stored: only the
+    *name* of the environment variable that holds it on the web and worker machines."""
+
+    name = models.CharField(max_length=100, unique=True)
+    kind = models.CharField(max_length=24, choices=EndpointKind.choices)
+    base_url = models.URLField(blank=True, help_text="e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (Ollama)")
+    model = models.CharField(max_length=200, blank=True, help_text="The provider's model name, e.g. gpt-4.1-mini")
+    api_key_env = models.CharField(
+        max_length=100, blank=True, help_text="Name of the environment variable holding the key, e.g. OPENAI_API_KEY"
+    )
+    max_concurrency = models.PositiveSmallIntegerField(default=4, help_text="Calls in flight at once, across every worker.")
+    connect_timeout = models.FloatField(default=10.0)
+    read_timeout = models.FloatField(default=120.0)
+    max_retries = models.PositiveSmallIntegerField(default=4)
+    price_input_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal("0"))
+    price_output_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal("0"))
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} (scripted sample model)" if self.is_scripted else self.name
+
+    @property
+    def is_scripted(self) -> bool:
+        return self.kind == EndpointKind.SCRIPTED
+
+    def cost_of(self, input_tokens: int, output_tokens: int) -> Decimal:
+        prices = Decimal(str(self.price_input_per_mtok)), Decimal(str(self.price_output_per_mtok))
+        return (prices[0] * input_tokens + prices[1] * output_tokens) / Decimal(1_000_000)
+
+
+class CallPurpose(models.TextChoices):
+    SKELETON = "skeleton", "Suggest skeleton"
+    DRAFTING = "drafting", "Drafting"
+    ROLLOUT = "rollout", "Rollout"
+    JUDGE = "judge", "Judge"
+    OTHER = "other", "Other"
+
+
+class CallOutcome(models.TextChoices):
+    OK = "ok", "OK"
+    ERROR = "error", "Error"
+
+
+class ModelCall(models.Model):
+    """One call through llm.client, successful or not: what it cost and how it went."""
+
+    endpoint = models.ForeignKey(ModelEndpoint, null=True, on_delete=models.SET_NULL, related_name="calls")
+    endpoint_name = models.CharField(max_length=100)
+    project_id = models.PositiveBigIntegerField(null=True, blank=True, db_index=True)
+    purpose = models.CharField(max_length=16, choices=CallPurpose.choices)
+    outcome = models.CharField(max_length=8, choices=CallOutcome.choices)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0"))
+    latency_ms = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=1)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.purpose} on {self.endpoint_name}: {self.outcome}"

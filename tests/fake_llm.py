@@ -1,0 +1,159 @@
+"""A fake OpenAI-compatible (and Anthropic Messages) HTTP server on loopback.
+
+The one place where the model boundary is faked, at the wire. Tests script what it
+answers: replies, tool calls, structured output, latency, 429 with Retry-After, 5xx,
+hangs, trickled bytes and malformed JSON. It records every request and the peak number
+of requests in flight.
+
+    server.script(Reply(content="hello"), Reply(status=429, headers={"Retry-After": "1"}))
+    server.responder = lambda request: Reply(structured={...})   # when the script is empty
+"""
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+@dataclass
+class Reply:
+    content: str | None = "OK"
+    structured: object = None  # sent as the content, JSON-encoded
+    tool_calls: list[dict] = field(default_factory=list)  # [{"name":..., "arguments": dict|str}]
+    status: int = 200
+    headers: dict = field(default_factory=dict)
+    raw: bytes | None = None  # exact body bytes (e.g. malformed JSON)
+    delay: float = 0.0  # seconds before answering
+    trickle: float = 0.0  # seconds between single bytes of the body
+    input_tokens: int = 100
+    output_tokens: int = 50
+    finish_reason: str = "stop"
+
+
+@dataclass
+class Request:
+    path: str
+    headers: dict
+    body: dict
+
+
+class FakeLLMServer:
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+        self.queue: list[Reply] = []
+        self.responder = lambda request: Reply()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self) -> "FakeLLMServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def script(self, *replies: Reply) -> None:
+        with self._lock:
+            self.queue.extend(replies)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.queue.clear()
+            self.max_in_flight = 0
+        self.responder = lambda request: Reply()
+
+    def _next(self, request: Request) -> Reply:
+        with self._lock:
+            if self.queue:
+                return self.queue.pop(0)
+        return self.responder(request)
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # keep test output clean
+                pass
+
+            def do_POST(self):
+                length = int(self.headers.get("content-length", 0))
+                try:
+                    body = json.loads(self.rfile.read(length) or b"{}")
+                except ValueError:
+                    body = {}
+                request = Request(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+                with server._lock:
+                    server.requests.append(request)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    reply = server._next(request)
+                    if reply.delay:
+                        time.sleep(reply.delay)
+                    payload = reply.raw if reply.raw is not None else json.dumps(
+                        _anthropic_body(reply) if self.path.endswith("/messages") else _openai_body(reply, body)
+                    ).encode()
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    if reply.trickle:
+                        for i in range(len(payload)):
+                            self.wfile.write(payload[i : i + 1])
+                            self.wfile.flush()
+                            time.sleep(reply.trickle)
+                    else:
+                        self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+        return Handler
+
+
+def _openai_body(reply: Reply, request: dict) -> dict:
+    if reply.status >= 400:
+        return {"error": {"message": reply.content or "error", "type": "fake_error"}}
+    content = json.dumps(reply.structured) if reply.structured is not None else reply.content
+    message: dict = {"role": "assistant", "content": content}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"])}}
+            for i, c in enumerate(reply.tool_calls)
+        ]
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "model": request.get("model", "fake"),
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if reply.tool_calls else reply.finish_reason}],
+        "usage": {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens},
+    }
+
+
+def _anthropic_body(reply: Reply) -> dict:
+    if reply.status >= 400:
+        return {"type": "error", "error": {"type": "fake_error", "message": reply.content or "error"}}
+    blocks = []
+    if reply.structured is not None:
+        blocks.append({"type": "tool_use", "id": "toolu_s", "name": "respond", "input": reply.structured})
+    elif reply.content:
+        blocks.append({"type": "text", "text": reply.content})
+    for i, c in enumerate(reply.tool_calls):
+        blocks.append({"type": "tool_use", "id": f"toolu_{i}", "name": c["name"], "input": c["arguments"]})
+    return {"type": "message", "role": "assistant", "content": blocks, "stop_reason": "end_turn",
+            "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}}

@@ -1,0 +1,142 @@
+import time
+from decimal import Decimal
+
+import pytest
+
+from llm.client import chat
+from llm.errors import ModelError
+from llm.models import ModelCall, ModelEndpoint
+from tests.fake_llm import Reply
+
+MESSAGES = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Say hi."}]
+SCHEMA = {"type": "object", "required": ["title", "amount"], "properties": {"title": {"type": "string"}, "amount": {"type": "number"}}}
+
+
+def test_a_plain_call_is_sent_with_the_key_and_recorded(endpoint, fake_llm):
+    fake_llm.script(Reply(content="Hi.", input_tokens=1000, output_tokens=500))
+    result = chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting", project_id=7)
+    assert result.text == "Hi." and (result.input_tokens, result.output_tokens) == (1000, 500)
+    assert result.cost == Decimal("0.002")  # 1000 × $1/M + 500 × $2/M
+    request = fake_llm.requests[0]
+    assert request.path == "/v1/chat/completions" and request.headers["authorization"] == "Bearer sk-test-secret-key"
+    assert request.body["model"] == "fake-model" and request.body["messages"] == MESSAGES
+    call = ModelCall.objects.get()
+    assert (call.purpose, call.outcome, call.project_id, call.input_tokens, call.cost) == ("drafting", "ok", 7, 1000, Decimal("0.002"))
+
+
+def test_429_honours_retry_after_then_succeeds(endpoint, fake_llm):
+    fake_llm.script(Reply(status=429, headers={"Retry-After": "1"}, content="slow down"), Reply(content="done"))
+    started = time.monotonic()
+    result = chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+    assert result.text == "done" and result.attempts == 2
+    assert time.monotonic() - started >= 1.0
+
+
+def test_5xx_and_malformed_json_are_retried(endpoint, fake_llm):
+    fake_llm.script(Reply(status=500), Reply(status=503), Reply(raw=b"{not json"), Reply(content="finally"))
+    result = chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+    assert result.text == "finally" and result.attempts == 4
+
+
+def test_retries_are_bounded_and_the_failure_is_recorded(endpoint, fake_llm):
+    fake_llm.responder = lambda request: Reply(status=502, content="bad gateway")
+    with pytest.raises(ModelError) as caught:
+        chat(endpoint=endpoint, messages=MESSAGES, purpose="judge")
+    assert caught.value.kind == "server" and "Gave up after 4 attempts" in caught.value.message
+    assert len(fake_llm.requests) == 4
+    call = ModelCall.objects.get()
+    assert call.outcome == "error" and call.attempts == 4 and "502" in call.error
+
+
+def test_a_hanging_server_times_out_and_a_trickling_one_too(endpoint, fake_llm):
+    endpoint.read_timeout = 0.5
+    endpoint.max_retries = 1
+    endpoint.save()
+    fake_llm.script(Reply(delay=3), Reply(trickle=0.05, content="x" * 200))
+    with pytest.raises(ModelError) as caught:
+        chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+    assert caught.value.kind == "timeout"
+
+
+@pytest.mark.parametrize(("status", "kind", "words"), [(401, "auth", "refused the API key"), (403, "auth", "FAKE_LLM_KEY"), (402, "quota", "out of credit")])
+def test_auth_and_quota_errors_fail_fast_with_a_clear_message(endpoint, fake_llm, status, kind, words):
+    fake_llm.responder = lambda request: Reply(status=status, content="nope")
+    with pytest.raises(ModelError) as caught:
+        chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+    assert caught.value.kind == kind and words in caught.value.message
+    assert len(fake_llm.requests) == 1
+    assert "sk-test-secret-key" not in caught.value.message
+
+
+def test_quota_429_fails_fast(endpoint, fake_llm):
+    fake_llm.responder = lambda request: Reply(status=429, content="You exceeded your current quota")
+    with pytest.raises(ModelError) as caught:
+        chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+    assert caught.value.kind == "quota" and len(fake_llm.requests) == 1
+
+
+def test_missing_key_says_which_variable_to_set(endpoint, fake_llm, monkeypatch):
+    monkeypatch.delenv("FAKE_LLM_KEY")
+    with pytest.raises(ModelError, match="FAKE_LLM_KEY, which is not set"):
+        chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+    assert fake_llm.requests == []
+
+
+def test_redirects_are_never_followed_so_the_key_stays_home(endpoint, fake_llm):
+    fake_llm.script(Reply(status=307, headers={"Location": "http://127.0.0.2:9/steal"}))
+    with pytest.raises(ModelError, match="never follows redirects"):
+        chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+    assert len(fake_llm.requests) == 1
+
+
+def test_structured_output_is_validated_and_re_asked(endpoint, fake_llm):
+    fake_llm.script(Reply(structured={"title": "LOI"}), Reply(content="```json\n{\"title\": \"LOI\", \"amount\": 12}\n```"))
+    result = chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting", schema=SCHEMA)
+    assert result.structured == {"title": "LOI", "amount": 12}
+    second = fake_llm.requests[1].body
+    assert second["response_format"]["json_schema"]["schema"] == SCHEMA
+    assert "does not match the JSON schema" in second["messages"][-1]["content"] and "amount" in second["messages"][-1]["content"]
+
+
+def test_structured_output_gives_up_with_a_clear_error(endpoint, fake_llm):
+    fake_llm.responder = lambda request: Reply(structured={"title": 5})
+    with pytest.raises(ModelError, match="did not follow the required structure after 3 tries") as caught:
+        chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting", schema=SCHEMA)
+    assert caught.value.kind == "response"
+
+
+def test_tool_calls_are_parsed_and_bad_arguments_kept_raw(endpoint, fake_llm):
+    fake_llm.script(Reply(content=None, tool_calls=[{"name": "read_file", "arguments": {"path": "a.md"}}, {"name": "search", "arguments": "{broken"}]))
+    tools = [{"name": "read_file", "description": "Read", "parameters": {"type": "object"}}]
+    result = chat(endpoint=endpoint, messages=MESSAGES, purpose="rollout", tools=tools)
+    assert [(c.name, c.arguments) for c in result.tool_calls] == [("read_file", {"path": "a.md"}), ("search", None)]
+    assert result.tool_calls[1].raw_arguments == "{broken"
+    assert fake_llm.requests[0].body["tools"][0]["function"]["name"] == "read_file"
+
+
+def test_anthropic_kind_speaks_the_messages_api(db, fake_llm, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_TEST_KEY", "sk-ant-test")
+    endpoint = ModelEndpoint.objects.create(name="claude", kind="anthropic", base_url=fake_llm.url, model="claude-x", api_key_env="ANTHROPIC_TEST_KEY")
+    fake_llm.script(Reply(structured={"title": "LOI", "amount": 3}))
+    result = chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting", schema=SCHEMA)
+    assert result.structured == {"title": "LOI", "amount": 3}
+    request = fake_llm.requests[0]
+    assert request.path == "/v1/messages" and request.headers["x-api-key"] == "sk-ant-test"
+    assert request.body["system"] == "You are terse." and request.body["tool_choice"] == {"type": "tool", "name": "respond"}
+    assert "authorization" not in request.headers
+
+
+def test_scripted_endpoint_answers_without_network_and_says_so(db, fake_llm):
+    endpoint = ModelEndpoint.objects.create(name="sample", kind="scripted")
+    first = chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting", schema=SCHEMA)
+    again = chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting", schema=SCHEMA)
+    assert first.structured == again.structured and first.scripted
+    assert first.structured["title"].startswith("[Sample text from the scripted model]")
+    assert "scripted" in str(endpoint) and fake_llm.requests == []
+
+
+def test_disabled_endpoint_is_refused(endpoint):
+    endpoint.enabled = False
+    endpoint.save()
+    with pytest.raises(ModelError, match="disabled"):
+        chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
