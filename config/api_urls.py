@@ -1,7 +1,41 @@
+"""The API under /api/. Path ids are taken as text and parsed by the views, so a
+non-integer id is a clear 400 rather than a bare 404 from the URL resolver."""
+
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+from accounts import apis as accounts_apis
+from authoring import apis as authoring_apis
+from packs import apis as packs_apis
+from reviews import apis as reviews_apis
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    # accounts
+    path("auth/token/", accounts_apis.TokenObtainApi.as_view(), name="api-token"),
+    path("projects/", accounts_apis.ProjectListApi.as_view(), name="api-projects"),
+    path("projects/<str:pk>/", accounts_apis.ProjectDetailApi.as_view(), name="api-project"),
+    # authoring
+    path("worlds/", authoring_apis.WorldListApi.as_view(), name="api-worlds"),
+    path("worlds/<str:pk>/", authoring_apis.WorldDetailApi.as_view(), name="api-world"),
+    path("worlds/<str:pk>/documents/", authoring_apis.WorldDocumentListApi.as_view(), name="api-world-documents"),
+    path("documents/<str:pk>/", authoring_apis.DocumentDetailApi.as_view(), name="api-document"),
+    path("tasks/", authoring_apis.EnvTaskListApi.as_view(), name="api-tasks"),
+    path("tasks/<str:pk>/", authoring_apis.EnvTaskDetailApi.as_view(), name="api-task"),
+    path("tasks/<str:pk>/rubric/", authoring_apis.RubricApi.as_view(), name="api-task-rubric"),
+    path("tasks/<str:pk>/rubric/criteria/", authoring_apis.CriterionListApi.as_view(), name="api-task-criteria"),
+    path("criteria/<str:pk>/", authoring_apis.CriterionDetailApi.as_view(), name="api-criterion"),
+    # reviews
+    path("tasks/<str:pk>/submit/", reviews_apis.EnvTaskSubmitApi.as_view(), name="api-task-submit"),
+    path("submissions/", reviews_apis.SubmissionListApi.as_view(), name="api-submissions"),
+    path("submissions/<str:pk>/", reviews_apis.SubmissionDetailApi.as_view(), name="api-submission"),
+    path("submissions/<str:pk>/release/", reviews_apis.SubmissionReleaseApi.as_view(), name="api-submission-release"),
+    path("submissions/<str:pk>/decision/", reviews_apis.SubmissionDecisionApi.as_view(), name="api-submission-decision"),
+    path("review-queue/", reviews_apis.ReviewQueueApi.as_view(), name="api-review-queue"),
+    path("review-queue/claim-next/", reviews_apis.ReviewClaimNextApi.as_view(), name="api-review-claim-next"),
+    # packs
+    path("packs/", packs_apis.PackListApi.as_view(), name="api-packs"),
+    path("packs/<str:pk>/", packs_apis.PackDetailApi.as_view(), name="api-pack"),
+    path("packs/<str:pk>/download/", packs_apis.PackDownloadApi.as_view(), name="api-pack-download"),
 ]
