@@ -16,6 +16,7 @@ from reviews.models import Submission, SubmissionStatus
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
+MAX_TASKS_PER_PACK = 10_000
 
 
 @transaction.atomic
@@ -26,6 +27,10 @@ def pack_create(*, project_id: int, user, name: str, submission_ids: list[int]) 
     name = (name or "").strip()
     if not name or len(name) > 120:
         raise ApplicationError("Give the pack a name (120 characters at most).")
+    if any(ch in name for ch in "/\\\x00") or name.startswith("."):
+        raise ApplicationError("A pack name cannot contain slashes or start with a dot.")
+    if len(submission_ids) > MAX_TASKS_PER_PACK:
+        raise ApplicationError(f"A pack holds at most {MAX_TASKS_PER_PACK:,} task versions.")
     ids = {int(i) for i in submission_ids}
     if not ids:
         raise ApplicationError("Choose at least one approved task.")

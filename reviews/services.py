@@ -10,7 +10,7 @@ from authoring.services import env_task_set_status, env_task_snapshot, rubric_ve
 from core.exceptions import ApplicationError
 from core.services import status_change_record
 from reviews.models import Decision, Review, Submission, SubmissionStatus
-from reviews.selectors import review_queue_for_user
+from reviews.selectors import review_claimed_by_user, review_queue_for_user
 
 
 @transaction.atomic
@@ -54,7 +54,7 @@ def submission_claim_next(*, user) -> Submission | None:
     for the same row exactly one update matches, the other moves on to the next row.
     A reviewer already holding an item gets that item back instead of a second one.
     """
-    held = Submission.objects.filter(status=SubmissionStatus.CLAIMED, claimed_by=user).order_by("claimed_at").first()
+    held = review_claimed_by_user(user=user).order_by("claimed_at").first()
     if held is not None:
         return held
     for candidate_id in review_queue_for_user(user=user).values_list("id", flat=True)[:50]:

@@ -33,23 +33,23 @@ ROUTES = [
     Route("project-detail", "project", "get"),
     Route("world-create", "project", "post", (("title", "New world"),), "author"),
     Route("world-editor", "world", "get"),
-    Route("world-editor", "world", "post", (("title", "Renamed"), ("outline", "x")), "author"),
+    Route("world-editor", "world", "post", (("title", "Renamed"), ("outline", "x"), ("revision", "rev:world")), "author"),
     Route("document-add", "world", "post", (("path", "new.md"), ("kind", "file"), ("target_size", "10")), "author"),
     Route("task-create", "world", "post", (("title", "New task"),), "author"),
     Route("document-editor", "document", "get"),
-    Route("document-editor", "document", "post", (("path", "moved.md"), ("kind", "file"), ("target_size", "5"), ("content", "x")), "author"),
+    Route("document-editor", "document", "post", (("path", "moved.md"), ("kind", "file"), ("target_size", "5"), ("content", "x"), ("revision", "rev:document")), "author"),
     Route("document-row", "document", "get"),
-    Route("document-row", "document", "post", (("path", "renamed.md"), ("kind", "file"), ("target_size", "5")), "author"),
+    Route("document-row", "document", "post", (("path", "renamed.md"), ("kind", "file"), ("target_size", "5"), ("revision", "rev:document")), "author"),
     Route("document-move", "document", "post", (("direction", "down"),), "author"),
     Route("document-delete", "document", "post", (), "author"),
     Route("document-preview", "document", "post", (("content", "x"),)),
     Route("task-editor", "task", "get"),
-    Route("task-editor", "task", "post", (("title", "T"), ("prompt", "P"), ("deliverable_kind", "answer")), "author"),
-    Route("criterion-add", "task", "post", (("text", "New"), ("points", "2"), ("tag", "important")), "author"),
+    Route("task-editor", "task", "post", (("title", "T"), ("prompt", "P"), ("deliverable_kind", "answer"), ("revision", "rev:task")), "author"),
+    Route("criterion-add", "task", "post", (("text", "New"), ("points", "2"), ("tag", "important"), ("revision", "rev:rubric")), "author"),
     Route("criterion-row", "criterion", "get"),
-    Route("criterion-row", "criterion", "post", (("text", "Edited"), ("points", "2"), ("tag", "important")), "author"),
-    Route("criterion-move", "criterion", "post", (("direction", "down"),), "author"),
-    Route("criterion-delete", "criterion", "post", (), "author"),
+    Route("criterion-row", "criterion", "post", (("text", "Edited"), ("points", "2"), ("tag", "important"), ("revision", "rev:rubric")), "author"),
+    Route("criterion-move", "criterion", "post", (("direction", "down"), ("revision", "rev:rubric")), "author"),
+    Route("criterion-delete", "criterion", "post", (("revision", "rev:rubric"),), "author"),
     Route("task-reviews", "task", "get"),
     Route("task-submit", "task2", "post", (), "author"),
     Route("submission-review", "submission", "get"),
@@ -102,8 +102,23 @@ def request(client, route: Route, objects: dict, user=None):
     url = reverse(route.name, args=[objects[route.obj].pk])
     if route.method == "get":
         return client.get(url)
-    data = {k: (str(objects[v].pk) if v in objects else v) for k, v in route.data}
+    data = {k: _value(v, objects) for k, v in route.data}
     return client.post(url, data, HTTP_HX_REQUEST="true")
+
+
+def _value(value: str, objects: dict) -> str:
+    """Object names become their pk; "rev:<name>" becomes the revision stored now, as a
+    page that was just loaded would send it."""
+    if value in objects:
+        return str(objects[value].pk)
+    if value.startswith("rev:"):
+        name = value[4:]
+        if name == "rubric":
+            return str(objects["task"].rubric_versions.order_by("-number").first().revision)
+        obj = objects[name]
+        obj.refresh_from_db(fields=["revision"])
+        return str(obj.revision)
+    return value
 
 
 def claim_for(user, objects):

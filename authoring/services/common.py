@@ -6,7 +6,7 @@ from django.utils import timezone
 from accounts.models import Membership
 from accounts.selectors import membership_get
 from accounts.services import require_role
-from core.exceptions import StaleEditError
+from core.exceptions import ApplicationError, StaleEditError
 
 
 def author_membership(*, user, project_id: int) -> Membership:
@@ -22,7 +22,11 @@ def check_revision(*, obj: models.Model, base_revision: int | None, fields: dict
     per changed field, the stored value and a diff against the user's text, so the page
     can show what changed and keep what the user typed.
     """
-    if base_revision is None or int(base_revision) == obj.revision:
+    if base_revision is None:
+        raise ApplicationError(
+            f"{label} was saved without saying which revision it was based on; reload the page and try again."
+        )
+    if int(base_revision) == obj.revision:
         return
     changes = {}
     for name, mine in fields.items():

@@ -6,6 +6,7 @@ from django.db.models import F, Max
 from authoring.models import Document, DocumentFormat, DocumentKind, DocumentStatus, World
 from authoring.services.common import author_membership, check_revision
 from core.exceptions import ApplicationError
+from core.validation import reject_unstorable
 
 MAX_CONTENT_CHARS = 500_000
 MAX_DOCUMENTS_PER_WORLD = 5_000
@@ -38,6 +39,7 @@ def clean_document_fields(*, path: str, kind: str, format: str, metadata: object
         format = ""
     if not isinstance(metadata, dict):
         raise ApplicationError("Metadata must be an object of fields such as from, to, date, subject.")
+    reject_unstorable(metadata, label="The metadata")
     unknown = set(metadata) - METADATA_KEYS
     if unknown:
         raise ApplicationError(f"Unknown metadata field(s): {', '.join(sorted(unknown))}.")

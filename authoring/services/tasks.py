@@ -14,6 +14,7 @@ from authoring.models import (
 )
 from authoring.services.common import author_membership, check_revision
 from core.exceptions import ApplicationError
+from core.validation import reject_unstorable
 from core.services import status_change_record
 
 MAX_PROMPT_CHARS = 100_000
@@ -142,6 +143,7 @@ def _clean_criterion(*, text: str, points: object, tag: str, grader_kind: str, g
         raise ApplicationError(f"Unknown grader {grader_kind!r}.")
     if not isinstance(grader_config, dict):
         raise ApplicationError("Grader settings must be an object.")
+    reject_unstorable(grader_config, label="The grader settings")
     return {"text": text, "points": points, "tag": tag, "grader_kind": grader_kind, "grader_config": grader_config, "explanation": explanation or ""}
 
 

@@ -4,6 +4,7 @@ from django.db.models import F
 from authoring.models import World
 from authoring.services.common import author_membership, check_revision
 from core.exceptions import ApplicationError
+from core.validation import reject_unstorable
 
 MAX_OUTLINE_CHARS = 200_000
 MAX_FACTS = 500
@@ -13,6 +14,7 @@ def clean_facts(facts: object) -> list[dict[str, str]]:
     """Facts are key/value rows; blank rows are dropped, anything else is refused."""
     if not isinstance(facts, list):
         raise ApplicationError("Facts must be a list of {key, value} rows.")
+    reject_unstorable(facts, label="The facts sheet")
     if len(facts) > MAX_FACTS:
         raise ApplicationError(f"At most {MAX_FACTS} facts per world.")
     rows = []

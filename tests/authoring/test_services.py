@@ -127,3 +127,17 @@ def test_other_project_member_cannot_write(team, other_team, world):
         services.document_create(world=world, user=other_team.admin, path="sneaky.md")
     with pytest.raises(Http404):
         factories.env_task(world, other_team.author)
+
+
+def test_a_save_without_a_base_revision_is_refused(team, world):
+    with pytest.raises(ApplicationError, match="without saying which revision"):
+        services.world_update(world=world, user=team.author, title="T", outline="overwrite", facts=[], base_revision=None)
+    world.refresh_from_db()
+    assert world.outline != "overwrite"
+
+
+def test_unstorable_text_in_json_fields_is_a_clear_error(team, world):
+    with pytest.raises(ApplicationError, match="NUL character"):
+        services.world_update(world=world, user=team.author, title="T", outline="", facts=[{"key": "a\x00", "value": "b"}], base_revision=world.revision)
+    with pytest.raises(ApplicationError, match="invalid Unicode"):
+        services.document_create(world=world, user=team.author, path="x.md", metadata={"subject": "\ud800"})
