@@ -62,6 +62,10 @@ class Document(TimeStampedModel):
     position = models.PositiveIntegerField(default=0)
     revision = models.PositiveIntegerField(default=1)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    # An uploaded original, kept as it came (served only as an attachment); `content`
+    # holds the text extracted from it.
+    source_file = models.FileField(upload_to="uploads/%Y/%m/", blank=True)
+    source_name = models.CharField(max_length=255, blank=True)
 
     class Meta:
         ordering = ["position", "id"]
@@ -77,6 +81,33 @@ class Document(TimeStampedModel):
     @property
     def name(self) -> str:
         return self.path.rpartition("/")[2]
+
+
+class VersionSource(models.TextChoices):
+    DRAFTED = "drafted", "Drafted by a model"
+    EDITED = "edited", "Edited by hand"
+    UPLOADED = "uploaded", "Uploaded"
+    RESTORED = "restored", "Restored"
+
+
+class DocumentVersion(models.Model):
+    """Every saved state of a document's content, so no earlier version is ever lost."""
+
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    content = models.TextField(blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    source = models.CharField(max_length=16, choices=VersionSource.choices)
+    note = models.CharField(max_length=500, blank=True, help_text="e.g. the redraft instruction, or the model used")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["document", "-number"]
+        constraints = [models.UniqueConstraint(fields=["document", "number"], name="unique_document_version_number")]
+
+    def __str__(self) -> str:
+        return f"{self.document} v{self.number}"
 
 
 class DeliverableKind(models.TextChoices):
@@ -182,3 +213,77 @@ class Criterion(models.Model):
             "grader_config": self.grader_config,
             "explanation": self.explanation,
         }
+
+
+# --- Drafting ----------------------------------------------------------------------------
+
+class DraftJobStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Drafting"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
+
+
+class DraftRun(TimeStampedModel):
+    """One "Draft" / "Draft all" / "Redraft" request: a batch of per-document jobs whose
+    counts make the progress bar."""
+
+    world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="draft_runs")
+    endpoint = models.ForeignKey("llm.ModelEndpoint", null=True, on_delete=models.SET_NULL, related_name="+")
+    endpoint_name = models.CharField(max_length=100)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    instruction = models.TextField(blank=True)
+    cancelled_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Draft run {self.pk} on {self.world}"
+
+
+class DraftJob(models.Model):
+    run = models.ForeignKey(DraftRun, on_delete=models.CASCADE, related_name="jobs")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="draft_jobs")
+    status = models.CharField(max_length=16, choices=DraftJobStatus.choices, default=DraftJobStatus.QUEUED)
+    error = models.TextField(blank=True)
+    input_tokens = models.PositiveIntegerField(default=0)
+    output_tokens = models.PositiveIntegerField(default=0)
+    cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["run", "document"], name="one_job_per_document_per_run")]
+
+    def __str__(self) -> str:
+        return f"{self.document} in run {self.run_id}: {self.status}"
+
+
+class SkeletonProposalStatus(models.TextChoices):
+    QUEUED = "queued", "Waiting for the model"
+    READY = "ready", "Ready"
+    FAILED = "failed", "Failed"
+
+
+class SkeletonProposal(TimeStampedModel):
+    """A model's proposed data room for a world. The expert accepts items one by one or
+    all at once; accepting creates skeleton documents. `items` is a list of
+    {path, kind, format, brief, metadata, target_size, accepted: bool}."""
+
+    world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="skeleton_proposals")
+    endpoint_name = models.CharField(max_length=100)
+    endpoint = models.ForeignKey("llm.ModelEndpoint", null=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=16, choices=SkeletonProposalStatus.choices, default=SkeletonProposalStatus.QUEUED)
+    items = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Skeleton proposal {self.pk} for {self.world}"

@@ -10,7 +10,7 @@ from core.validation import reject_unstorable
 
 MAX_CONTENT_CHARS = 500_000
 MAX_DOCUMENTS_PER_WORLD = 5_000
-METADATA_KEYS = {"from", "to", "cc", "bcc", "date", "subject", "channel", "author", "attendees", "start", "end", "location", "thread"}
+METADATA_KEYS = {"from", "to", "cc", "bcc", "date", "subject", "channel", "author", "attendees", "start", "end", "location", "thread", "attachments"}
 
 
 def clean_path(path: str) -> str:

@@ -14,8 +14,8 @@ from authoring.models import (
 )
 from authoring.services.common import author_membership, check_revision
 from core.exceptions import ApplicationError
-from core.validation import reject_unstorable
 from core.services import status_change_record
+from core.validation import reject_unstorable
 
 MAX_PROMPT_CHARS = 100_000
 MAX_CRITERIA = 200
