@@ -154,7 +154,10 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
-CELERY_TASK_ROUTES = {"packs.tasks.*": {"queue": "packs"}}
+CELERY_TASK_ROUTES = {
+    "packs.tasks.*": {"queue": "packs"},
+    "authoring.tasks.*": {"queue": "drafting"},
+}
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
@@ -266,7 +269,11 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
+        "django.db.backends": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+    },
 }
 
 # --- Models ---------------------------------------------------------------------------

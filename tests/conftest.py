@@ -5,6 +5,8 @@ import pytest
 from accounts.models import Project, Role, User
 from tests import factories
 
+pytest_plugins = ["tests.worker"]
+
 
 @dataclass
 class Team:
@@ -13,6 +15,13 @@ class Team:
     author2: User
     reviewer: User
     admin: User
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings):
+    # PBKDF2's deliberate slowness costs seconds per test user; what is hashed how is
+    # Django's concern, not ours.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -47,3 +56,33 @@ def world(team):
 @pytest.fixture
 def env_task(team, world):
     return factories.env_task(world, team.author)
+
+
+@pytest.fixture(scope="session")
+def fake_llm_server():
+    from tests.fake_llm import FakeLLMServer
+
+    server = FakeLLMServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def fake_llm(fake_llm_server, settings):
+    """The fake model server, emptied for this test, with retries made quick."""
+    settings.LLM_BACKOFF_BASE = 0.01
+    fake_llm_server.reset()
+    yield fake_llm_server
+    fake_llm_server.reset()
+
+
+@pytest.fixture
+def endpoint(db, fake_llm, monkeypatch):
+    from llm.models import ModelEndpoint
+
+    monkeypatch.setenv("FAKE_LLM_KEY", "sk-test-secret-key")
+    return ModelEndpoint.objects.create(
+        name="fake", kind="openai_compatible", base_url=fake_llm.url, model="fake-model", api_key_env="FAKE_LLM_KEY",
+        max_concurrency=4, connect_timeout=2, read_timeout=2, max_retries=3,
+        price_input_per_mtok="1.00", price_output_per_mtok="2.00",
+    )

@@ -12,10 +12,6 @@ from pathlib import Path
 
 import pytest
 
-# Playwright's sync API runs an event loop in this thread; Django's async-unsafe guard
-# would refuse the ORM calls the test makes for set-up. Only browser tests need this.
-os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
-
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, sync_playwright
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -53,6 +49,14 @@ class ConsoleLog:
                 self.record(page, message.text)
 
         return handler
+
+
+@pytest.fixture(autouse=True)
+def _allow_orm_beside_playwright(monkeypatch):
+    # Playwright's sync API runs an event loop in this thread; Django's async-unsafe guard
+    # would refuse the ORM calls the test makes. Set per browser test only, so no other
+    # test (or subprocess) inherits it.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Started by `make run`. Migrates, loads the demo data, then runs a Celery worker and the
+# Django development server side by side until Ctrl-C (SIGINT) or SIGTERM stops both.
+#
+# With no DATABASE_URL / CELERY_BROKER_URL / REDIS_URL set, settings use SQLite under var/
+# and kombu's filesystem broker under var/broker: nothing else has to be installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-.venv/bin/python}
+PORT=${PORT:-8000}
+ADDRESS=127.0.0.1
+URL="http://${ADDRESS}:${PORT}/"
+export DEBUG=${DEBUG:-1}
+VAR_DIR=${TASKWRIGHT_VAR_DIR:-var}
+LOG_DIR="${VAR_DIR}/log"
+WORKER_LOG="${LOG_DIR}/worker.log"
+WORKER_QUEUES=default,drafting,rollouts,grading,packs
+STOP_GRACE_SECONDS=15
+
+mask() {  # hide the password part of a URL
+    sed -E 's#(//[^:/@]*):[^@]*@#\1:***@#' <<<"$1"
+}
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*"; }
+
+say "Database: $(if [[ -n ${DATABASE_URL:-} ]]; then mask "$DATABASE_URL"; else echo "SQLite at ${VAR_DIR}/db.sqlite3"; fi)"
+broker=${CELERY_BROKER_URL:-${REDIS_URL:-}}
+say "Broker:   $(if [[ -n $broker ]]; then mask "$broker"; else echo "embedded filesystem broker at ${VAR_DIR}/broker"; fi)"
+
+if ! "$PYTHON" -c 'import socket, sys
+with socket.socket() as s:
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as runserver does
+    s.bind((sys.argv[1], int(sys.argv[2])))' "$ADDRESS" "$PORT" 2>/dev/null; then
+    echo "Port ${PORT} on ${ADDRESS} is already in use: stop what uses it, or choose another (PORT=8001 make run)." >&2
+    exit 1
+fi
+
+say "Applying migrations"
+"$PYTHON" manage.py migrate --no-input
+
+say "Loading demo data"
+seed_output=$("$PYTHON" manage.py seed_demo)
+printf '%s\n' "$seed_output"
+
+worker_pid=""
+server_pid=""
+
+stop_all() {
+    trap - INT TERM EXIT
+    local pids=()
+    for pid in $server_pid $worker_pid; do
+        if kill -0 "$pid" 2>/dev/null; then
+            pids+=("$pid")
+        fi
+    done
+    if ((${#pids[@]})); then
+        say "Stopping the web server and the worker"
+        kill -TERM "${pids[@]}" 2>/dev/null || true
+        # The worker's warm shutdown lets a running job finish; past the grace period it
+        # is killed, and the broker hands its unacknowledged job to the next worker.
+        for _ in $(seq $((STOP_GRACE_SECONDS * 4))); do
+            local alive=0
+            for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+            ((alive)) || break
+            sleep 0.25
+        done
+        kill -KILL "${pids[@]}" 2>/dev/null || true
+    fi
+    wait 2>/dev/null || true
+}
+trap 'stop_all; exit 130' INT
+trap 'stop_all; exit 143' TERM
+trap 'stop_all' EXIT
+
+mkdir -p "$LOG_DIR"
+: >"$WORKER_LOG"
+say "Starting the Celery worker (queues ${WORKER_QUEUES}; log: ${WORKER_LOG})"
+"$PYTHON" -m celery -A config worker -Q "$WORKER_QUEUES" --pool threads -c 4 -l info >>"$WORKER_LOG" 2>&1 &
+worker_pid=$!
+
+say "Starting the web server on ${URL}"
+"$PYTHON" manage.py runserver "${ADDRESS}:${PORT}" &
+server_pid=$!
+
+# Wait until both answer: the worker logs "ready." once it consumes from the broker;
+# the server answers any HTTP request (a redirect to the login page is fine).
+up=0
+for _ in $(seq 240); do
+    if ! kill -0 "$worker_pid" 2>/dev/null; then
+        echo "The Celery worker stopped while starting; its log (${WORKER_LOG}):" >&2
+        tail -n 40 "$WORKER_LOG" >&2
+        exit 1
+    fi
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+        echo "The web server stopped while starting (is port ${PORT} in use? try PORT=8001 make run)." >&2
+        exit 1
+    fi
+    if grep -q " ready\.$" "$WORKER_LOG" &&
+        "$PYTHON" -c 'import sys, urllib.request, urllib.error
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=2)
+except urllib.error.HTTPError:
+    pass' "$URL" 2>/dev/null; then
+        up=1
+        break
+    fi
+    sleep 0.25
+done
+if ((!up)); then
+    echo "The web server or the worker did not come up within a minute; see the output above and ${WORKER_LOG}." >&2
+    exit 1
+fi
+
+logins=$(grep -E "username:" <<<"$seed_output" || true)
+cat <<EOF
+
+────────────────────────────────────────────────────────────────────────
+  Taskwright is running:  ${URL}
+
+  Demo logins (also in ${VAR_DIR}/demo_logins.json):
+${logins}
+
+  Worker log: ${WORKER_LOG}        Stop both: Ctrl-C
+────────────────────────────────────────────────────────────────────────
+
+EOF
+
+# Run until either process exits or a signal arrives (the traps stop both).
+set +e
+wait -n "$server_pid" "$worker_pid"
+status=$?
+set -e
+if ! kill -0 "$server_pid" 2>/dev/null; then
+    echo "The web server exited (status ${status}); stopping the worker." >&2
+else
+    echo "The Celery worker exited (status ${status}); stopping the web server. Its log: ${WORKER_LOG}" >&2
+    tail -n 20 "$WORKER_LOG" >&2
+fi
+exit "$status"
