@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, sync_playwright
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
