@@ -5,7 +5,18 @@ from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from accounts.selectors import project_list_for_user
-from authoring.models import Criterion, Document, EnvTask, EnvTaskStatus, RubricVersion, World
+from authoring.models import (
+    Criterion,
+    Document,
+    DocumentVersion,
+    DraftJob,
+    DraftRun,
+    EnvTask,
+    EnvTaskStatus,
+    RubricVersion,
+    SkeletonProposal,
+    World,
+)
 
 
 def world_list_for_user(*, user, project_id: int | None = None) -> QuerySet[World]:
@@ -93,3 +104,42 @@ def rubric_summary(*, rubric_version: RubricVersion | None) -> dict:
         "positive_points": sum(c.points for c in criteria if c.points > 0),
         "penalty_points": sum(c.points for c in criteria if c.points < 0),
     }
+
+
+def world_consistency_report(*, world: World) -> list:
+    from authoring.consistency import find_mismatches
+
+    documents = [
+        (d.pk, d.path, " ".join([d.content, *[str(v) for v in d.metadata.values()]]))
+        for d in world.documents.only("pk", "path", "content", "metadata")
+    ]
+    return find_mismatches(world.facts, documents)
+
+
+def document_version_get_for_user(*, user, pk: int):
+    return get_object_or_404(
+        DocumentVersion.objects.filter(document__world__project__in=project_list_for_user(user=user)).select_related("document", "document__world"),
+        pk=pk,
+    )
+
+
+def draft_run_latest(*, world: World):
+    return world.draft_runs.select_related("endpoint").first()
+
+
+def draft_run_get_for_user(*, user, pk: int):
+    return get_object_or_404(DraftRun.objects.filter(world__project__in=project_list_for_user(user=user)).select_related("world"), pk=pk)
+
+
+def draft_job_get_for_user(*, user, pk: int):
+    return get_object_or_404(
+        DraftJob.objects.filter(run__world__project__in=project_list_for_user(user=user)).select_related("run", "run__world", "document"), pk=pk
+    )
+
+
+def skeleton_proposal_latest(*, world: World):
+    return world.skeleton_proposals.first()
+
+
+def skeleton_proposal_get_for_user(*, user, pk: int):
+    return get_object_or_404(SkeletonProposal.objects.filter(world__project__in=project_list_for_user(user=user)).select_related("world"), pk=pk)

@@ -8,4 +8,5 @@ urlpatterns = [
     path("", include("authoring.urls")),
     path("", include("reviews.urls")),
     path("", include("packs.urls")),
+    path("", include("llm.urls")),
 ]

@@ -6,6 +6,8 @@ from authoring.services.documents import (
     document_delete,
     document_move,
     document_update,
+    document_version_record,
+    document_version_restore,
 )
 from authoring.services.tasks import (
     criterion_add,
@@ -30,6 +32,8 @@ __all__ = [
     "document_delete",
     "document_move",
     "document_update",
+    "document_version_record",
+    "document_version_restore",
     "env_task_create",
     "env_task_set_status",
     "env_task_snapshot",

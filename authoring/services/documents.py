@@ -3,7 +3,7 @@ from pathlib import PurePosixPath
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 
-from authoring.models import Document, DocumentFormat, DocumentKind, DocumentStatus, World
+from authoring.models import Document, DocumentFormat, DocumentKind, DocumentStatus, DocumentVersion, VersionSource, World
 from authoring.services.common import author_membership, check_revision
 from core.exceptions import ApplicationError
 from core.validation import reject_unstorable
@@ -66,7 +66,7 @@ def document_create(
         raise ApplicationError(f"A world holds at most {MAX_DOCUMENTS_PER_WORLD:,} documents.")
     try:
         with transaction.atomic():
-            return Document.objects.create(
+            document = Document.objects.create(
                 world=world,
                 brief=brief,
                 content=content,
@@ -77,6 +77,18 @@ def document_create(
             )
     except IntegrityError:
         raise ApplicationError(f"There is already a document at {fields['path']!r} in this world.") from None
+    if content:
+        document_version_record(document=document, source=VersionSource.EDITED, user=user)
+    return document
+
+
+def document_version_record(*, document: Document, source: str, user, note: str = "") -> DocumentVersion:
+    """Keep the document's current content and metadata as its next numbered version."""
+    number = (document.versions.aggregate(n=Max("number"))["n"] or 0) + 1
+    return DocumentVersion.objects.create(
+        document=document, number=number, content=document.content, metadata=document.metadata,
+        source=source, note=note[:500], created_by=user if getattr(user, "is_authenticated", False) else None,
+    )
 
 
 @transaction.atomic
@@ -84,8 +96,10 @@ def document_update(
     *, document: Document, user, base_revision: int | None, path: str | None = None, kind: str | None = None,
     format: str | None = None, brief: str | None = None, metadata: dict | None = None,
     target_size: int | None = None, content: str | None = None, locked: bool | None = None,
+    version_source: str = VersionSource.EDITED, version_note: str = "",
 ) -> Document:
-    """Change any subset of a document's fields (None = leave as is)."""
+    """Change any subset of a document's fields (None = leave as is). A change of content
+    or metadata is kept as a new DocumentVersion."""
     author_membership(user=user, project_id=document.world.project_id)
     document = Document.objects.select_for_update().get(pk=document.pk)
     fields = clean_document_fields(
@@ -103,6 +117,7 @@ def document_update(
     was_locked = document.status == DocumentStatus.LOCKED
     will_lock = was_locked if locked is None else locked
     content_changed = fields["content"] != document.content
+    metadata_changed = fields["metadata"] != document.metadata
     if was_locked and will_lock and content_changed:
         raise ApplicationError("This document is locked. Unlock it before editing its content.")
     if Document.objects.filter(world_id=document.world_id, path=fields["path"]).exclude(pk=document.pk).exists():
@@ -117,7 +132,19 @@ def document_update(
     document.revision = F("revision") + 1
     document.save(update_fields=[*fields, "status", "updated_by", "revision", "updated_at"])
     document.refresh_from_db()
+    if content_changed or metadata_changed:
+        document_version_record(document=document, source=version_source, user=user, note=version_note)
     return document
+
+
+@transaction.atomic
+def document_version_restore(*, version: DocumentVersion, user, base_revision: int | None) -> Document:
+    """Bring back an earlier version's content and metadata (as a new version: nothing
+    in between is lost)."""
+    return document_update(
+        document=version.document, user=user, base_revision=base_revision, content=version.content,
+        metadata=version.metadata, version_source=VersionSource.RESTORED, version_note=f"Restored version {version.number}",
+    )
 
 
 @transaction.atomic

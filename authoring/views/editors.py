@@ -16,9 +16,12 @@ from authoring.forms import (
     WorldForm,
 )
 from authoring.models import EnvTask, World
+from authoring.rendering import preview_html
+from authoring.views.drafting import drafting_context
 from core.exceptions import ApplicationError
 from core.sanitize import markdown_to_safe_html
 from core.views import UNPROCESSABLE, render_error
+from llm.selectors import endpoint_list_usable, usage_totals_by_project
 
 
 def _form_error(form) -> ApplicationError:
@@ -39,6 +42,7 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "worlds": selectors.world_list_for_user(user=request.user, project_id=pk),
         "env_tasks": selectors.env_task_list_for_user(user=request.user, project_id=pk),
         "members": membership.project.memberships.select_related("user").order_by("role", "user__username"),
+        "usage": usage_totals_by_project(project_ids=[pk]) if membership.can_export else [],
     }
     return render(request, "authoring/project_detail.html", context)
 
@@ -69,6 +73,7 @@ def world_create(request: HttpRequest, project_pk: int) -> HttpResponse:
 def _world_context(request: HttpRequest, world: World, **extra) -> dict:
     membership = membership_for(user=request.user, project_id=world.project_id)
     return {
+        **drafting_context(world),
         "world": world,
         "project": world.project,
         "can_author": membership.can_author,
@@ -101,6 +106,8 @@ def world_editor(request: HttpRequest, pk: int) -> HttpResponse:
         if not request.htmx:
             return redirect("world-editor", pk=world.pk)
         return render(request, template + "#world-form", _world_context(request, world, saved=True))
+    if request.htmx and request.GET.get("fragment") == "data-room":  # refreshed after drafting
+        return render(request, template + "#data-room", _world_context(request, world))
     return render(request, template, _world_context(request, world))
 
 
@@ -184,6 +191,15 @@ def document_delete(request: HttpRequest, pk: int) -> HttpResponse:
 
 # --- Document editor -------------------------------------------------------------------
 
+def _preview(document, content: str, metadata: dict):
+    """The document as it will look, sanitized; falls back to plain markdown while the
+    content does not parse for its format (the download explains why)."""
+    try:
+        return preview_html(document.kind, document.format, content, metadata)
+    except ApplicationError:
+        return markdown_to_safe_html(content)
+
+
 def _document_context(request: HttpRequest, document, form=None, **extra) -> dict:
     membership = membership_for(user=request.user, project_id=document.world.project_id)
     if form is None:
@@ -197,7 +213,8 @@ def _document_context(request: HttpRequest, document, form=None, **extra) -> dic
         "project": document.world.project,
         "form": form,
         "metadata_fields": [(key, metadata.get(key, "")) for key in METADATA_FIELDS],
-        "preview": markdown_to_safe_html(form["content"].value() or ""),
+        "preview": _preview(document, form["content"].value() or "", metadata),
+        "endpoints": endpoint_list_usable(),
         "can_author": membership.can_author,
         **extra,
     }
@@ -233,8 +250,8 @@ def document_editor(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 def document_preview(request: HttpRequest, pk: int) -> HttpResponse:
     """Sanitized preview of unsaved content: renders, saves nothing."""
-    selectors.document_get_for_user(user=request.user, pk=pk)
-    return render(request, "authoring/document_editor.html#preview", {"preview": markdown_to_safe_html(request.POST.get("content", ""))})
+    document = selectors.document_get_for_user(user=request.user, pk=pk)
+    return render(request, "authoring/document_editor.html#preview", {"preview": _preview(document, request.POST.get("content", ""), document.metadata)})
 
 
 # --- Task editor -----------------------------------------------------------------------

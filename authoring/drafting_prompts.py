@@ -1,0 +1,93 @@
+"""What the drafting model is told. Kept apart from the services so experts' questions
+("what does the model see?") have one place to be answered."""
+
+import json
+
+from authoring.models import Document, World
+
+SYSTEM = (
+    "You draft documents for a realistic professional data room used to evaluate AI agents. "
+    "Write the way the people in the scenario would really write: specific names, amounts, dates and "
+    "clauses, consistent with the facts sheet and with the other documents. Never mention that the "
+    "document is synthetic. Reply only with JSON that matches the given schema."
+)
+
+SKELETON_SYSTEM = (
+    "You design the data room of a realistic professional engagement: every file, email, chat message "
+    "and calendar event the people involved would have produced. Reply only with JSON matching the schema."
+)
+
+SKELETON_SCHEMA = {
+    "type": "object",
+    "required": ["items"],
+    "properties": {
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["path", "kind", "brief", "target_size"],
+                "properties": {
+                    "path": {"type": "string", "description": "Folder/Name.ext for files; Mail/… for emails; Chat/<channel>/… for chat; Calendar/… for events"},
+                    "kind": {"type": "string", "enum": ["file", "email", "chat", "event"]},
+                    "format": {"type": "string", "enum": ["docx", "xlsx", "pptx", "pdf", "md", "csv", ""]},
+                    "brief": {"type": "string"},
+                    "target_size": {"type": "integer", "minimum": 10},
+                    "metadata": {
+                        "type": "object",
+                        "properties": {k: {"type": "string"} for k in ("from", "to", "cc", "date", "subject", "channel", "attendees", "start", "end", "location", "thread")},
+                    },
+                },
+            },
+        }
+    },
+}
+
+
+def _facts(world: World) -> str:
+    return "\n".join(f"- {f['key']}: {f['value']}" for f in world.facts) or "(none)"
+
+
+def skeleton_messages(world: World, existing: list[str]) -> list[dict]:
+    return [
+        {"role": "system", "content": SKELETON_SYSTEM},
+        {"role": "user", "content": (
+            f"Scenario outline:\n{world.outline}\n\nFacts sheet:\n{_facts(world)}\n\n"
+            f"Documents already in the data room (do not propose these again):\n" + ("\n".join(existing) or "(none)") +
+            "\n\nPropose the rest of the data room: 10 to 40 items mixing files, emails, chat messages and events, "
+            "each with a one-paragraph brief saying what it must contain, and a target size in words."
+        )},
+    ]
+
+
+def neighbours(document: Document, room: list[Document]) -> list[Document]:
+    """The documents this one must agree with most closely: the earlier messages of its
+    thread, and documents its brief names by path or file name."""
+    thread_root = document.metadata.get("thread") or document.path
+    same_thread = [
+        d for d in room
+        if d.pk != document.pk and d.content and (d.path == thread_root or d.metadata.get("thread") == thread_root)
+        and (d.metadata.get("date", "") <= document.metadata.get("date", "~"))
+    ]
+    named = [d for d in room if d.pk != document.pk and d.content and d not in same_thread and (d.path in document.brief or d.name in document.brief)]
+    return (same_thread + named)[:8]
+
+
+def draft_messages(document: Document, room: list[Document], *, instruction: str = "") -> list[dict]:
+    world = document.world
+    listing = "\n".join(f"- {d.path} ({d.get_kind_display()}): {d.brief[:160]}" for d in room[:300])
+    context = "\n\n".join(f"### {d.path}\nMetadata: {json.dumps(d.metadata)}\n{d.content[:6000]}" for d in neighbours(document, room))
+    ask = (
+        f"Scenario outline:\n{world.outline}\n\nFacts sheet (every document must agree with it):\n{_facts(world)}\n\n"
+        f"The data room:\n{listing}\n\n"
+        + (f"Related documents, which this one must agree with:\n{context}\n\n" if context else "")
+        + f"Draft this item.\nPath: {document.path}\nKind: {document.get_kind_display()}"
+        + (f" ({document.format})" if document.format else "")
+        + f"\nBrief: {document.brief}\nMetadata already set (keep these values): {json.dumps(document.metadata)}\n"
+        f"Target length: about {document.target_size} words."
+    )
+    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": ask}]
+    if instruction:
+        messages.append({"role": "user", "content": (
+            f"The current version is:\n{document.content[:20000]}\n\nRewrite it following this instruction from the expert: {instruction}"
+        )})
+    return messages

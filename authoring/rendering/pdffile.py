@@ -1,0 +1,86 @@
+"""pdf (fpdf2, a core or DejaVu font) from the block form of markdown content."""
+
+import datetime as dt
+import logging
+import os
+
+from fpdf import FPDF
+
+from .base import FIXED_CREATED
+from .markdown import Run, inline_runs, plain_text
+from .wordfile import document_title
+
+# fpdf2 subsets embedded fonts with fontTools, which logs every glyph table at INFO:
+# hundreds of lines per PDF in a worker's log, none of them actionable.
+for _name in ("fontTools.subset", "fontTools.ttLib", "fontTools.ttLib.ttFont"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
+
+DEJAVU = "/usr/share/fonts/truetype/dejavu"
+_FONT_FILES = {"": "DejaVuSans.ttf", "B": "DejaVuSans-Bold.ttf", "I": "DejaVuSans-Oblique.ttf", "BI": "DejaVuSans-BoldOblique.ttf"}
+_ASCII = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "•": "-", "…": "...", "\u00a0": " ", "€": "EUR"})
+
+
+class _Pdf(FPDF):
+    def __init__(self, title: str) -> None:
+        super().__init__(format="A4")
+        self.unicode = all(os.path.exists(os.path.join(DEJAVU, f)) for f in _FONT_FILES.values())
+        if self.unicode:
+            for style, filename in _FONT_FILES.items():
+                self.add_font("DejaVu", style, os.path.join(DEJAVU, filename))
+        self.family = "DejaVu" if self.unicode else "Helvetica"
+        self.set_creation_date(dt.datetime(*FIXED_CREATED, tzinfo=dt.UTC))
+        self.set_title(title)
+        self.set_margins(20, 20, 20)
+        self.set_auto_page_break(True, margin=20)
+        self.add_page()
+
+    def text_of(self, text: str) -> str:
+        """Without a Unicode font the core fonts know only latin-1: replace the rest."""
+        if self.unicode:
+            return text
+        return text.translate(_ASCII).encode("latin-1", "replace").decode("latin-1")
+
+    def runs(self, runs: list[Run], size: float, *, bold: bool = False, line: float | None = None) -> None:
+        height = line or size * 0.5
+        for r in runs:
+            style = ("B" if r.bold or bold else "") + ("I" if r.italic else "")
+            self.set_font(self.family, style, size)
+            self.write(height, self.text_of(r.text))
+        self.ln(height)
+
+
+def render_pdf(blocks: list[dict]) -> bytes:
+    pdf = _Pdf(document_title(blocks))
+    sizes = {1: 18, 2: 15, 3: 13}
+    for b in blocks:
+        kind = b["type"]
+        if kind == "heading":
+            pdf.ln(3)
+            pdf.runs(inline_runs(b["text"]), sizes.get(b["level"], 12), bold=True)
+            pdf.ln(2)
+        elif kind == "paragraph":
+            pdf.runs(inline_runs(b["text"]), 11)
+            pdf.ln(3)
+        elif kind in ("bullets", "numbered"):
+            for n, item in enumerate(b["items"], 1):
+                marker = f"{n}." if kind == "numbered" else ("•" if pdf.unicode else "-")
+                pdf.set_font(pdf.family, "", 11)
+                pdf.set_x(pdf.l_margin + 4)
+                pdf.cell(7, 5.5, marker)
+                left = pdf.l_margin
+                pdf.set_left_margin(left + 11)
+                pdf.runs(inline_runs(item), 11)
+                pdf.set_left_margin(left)
+            pdf.ln(3)
+        elif kind == "table":
+            width = max([len(b["header"])] + [len(r) for r in b["rows"]])
+            if not width:
+                continue
+            pdf.set_font(pdf.family, "", 10)
+            with pdf.table(first_row_as_headings=bool(b["header"])) as table:
+                for row in [b["header"], *b["rows"]] if b["header"] else b["rows"]:
+                    cells = table.row()
+                    for c in range(width):
+                        cells.cell(pdf.text_of(plain_text(row[c]) if c < len(row) else ""))
+            pdf.ln(3)
+    return bytes(pdf.output())

@@ -1,0 +1,42 @@
+from authoring.views.drafting import (
+    document_download,
+    document_draft,
+    document_draft_status,
+    document_source_download,
+    document_version_restore,
+    document_versions,
+    draft_job_retry,
+    draft_run_cancel,
+    draft_run_progress,
+    skeleton_accept,
+    skeleton_proposal,
+    world_consistency,
+    world_draft_all,
+    world_suggest_skeleton,
+    world_upload,
+)
+from authoring.views.editors import (
+    criterion_add,
+    criterion_delete,
+    criterion_move,
+    criterion_row,
+    document_add,
+    document_delete,
+    document_editor,
+    document_move,
+    document_preview,
+    document_row,
+    project_detail,
+    task_create,
+    task_editor,
+    world_create,
+    world_editor,
+)
+
+__all__ = [
+    "criterion_add", "criterion_delete", "criterion_move", "criterion_row", "document_add", "document_delete",
+    "document_download", "document_draft", "document_draft_status", "document_editor", "document_move", "document_preview", "document_row",
+    "document_source_download", "document_version_restore", "document_versions", "draft_job_retry", "draft_run_cancel",
+    "draft_run_progress", "project_detail", "skeleton_accept", "skeleton_proposal", "task_create", "task_editor",
+    "world_consistency", "world_create", "world_draft_all", "world_editor", "world_suggest_skeleton", "world_upload",
+]

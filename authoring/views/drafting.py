@@ -1,0 +1,238 @@
+"""Pages and fragments for model-assisted drafting, versions, files and the consistency check."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from accounts.selectors import membership_for
+from authoring import selectors
+from authoring.models import World
+from authoring.services import document_version_restore as restore_version
+from authoring.services import drafting
+from core.exceptions import ApplicationError
+from core.files import attachment_response
+from core.views import UNPROCESSABLE
+from llm.selectors import endpoint_get_usable, endpoint_list_usable
+
+WORLD = "authoring/world_editor.html"
+DOCUMENT = "authoring/document_editor.html"
+
+
+def drafting_context(world: World) -> dict:
+    """What the world editor's drafting panel needs (also used by the editor view)."""
+    run = selectors.draft_run_latest(world=world)
+    return {
+        "endpoints": endpoint_list_usable(),
+        "run": run,
+        "progress": drafting.draft_run_progress(run=run) if run else None,
+        "failed_jobs": run.jobs.filter(status="failed").select_related("document") if run else [],
+        "proposal": selectors.skeleton_proposal_latest(world=world),
+    }
+
+
+def _endpoint_from(request: HttpRequest):
+    raw = request.POST.get("endpoint", "")
+    if not raw.isdigit():
+        raise ApplicationError("Choose a model endpoint.")
+    return endpoint_get_usable(pk=int(raw))
+
+
+def _panel(request: HttpRequest, world: World, partial: str, error: ApplicationError | None = None, trigger: str = "") -> HttpResponse:
+    if not request.htmx:
+        return redirect("world-editor", pk=world.pk)
+    context = {"world": world, "can_author": True, **drafting_context(world), f"{partial.replace('-', '_')}_error": error.message if error else None}
+    response = render(request, f"{WORLD}#{partial}", context, status=UNPROCESSABLE if error else 200)
+    if trigger:
+        response["HX-Trigger"] = trigger
+    return response
+
+
+@login_required
+@require_POST
+def world_suggest_skeleton(request: HttpRequest, pk: int) -> HttpResponse:
+    world = selectors.world_get_for_user(user=request.user, pk=pk)
+    try:
+        drafting.skeleton_suggest(world=world, user=request.user, endpoint=_endpoint_from(request))
+    except ApplicationError as error:
+        return _panel(request, world, "skeleton-proposal", error)
+    return _panel(request, world, "skeleton-proposal")
+
+
+@login_required
+@require_GET
+def skeleton_proposal(request: HttpRequest, pk: int) -> HttpResponse:
+    proposal = selectors.skeleton_proposal_get_for_user(user=request.user, pk=pk)
+    return _panel(request, proposal.world, "skeleton-proposal")
+
+
+@login_required
+@require_POST
+def skeleton_accept(request: HttpRequest, pk: int) -> HttpResponse:
+    proposal = selectors.skeleton_proposal_get_for_user(user=request.user, pk=pk)
+    index = request.POST.get("index", "")
+    try:
+        indexes = None if index == "all" else [int(index)] if index.isdigit() else None
+        if indexes is None and index != "all":
+            raise ApplicationError("Choose an item to accept, or accept all.")
+        drafting.skeleton_accept(proposal=proposal, user=request.user, indexes=indexes)
+    except ApplicationError as error:
+        return _panel(request, proposal.world, "skeleton-proposal", error)
+    return _panel(request, proposal.world, "skeleton-proposal", trigger="data-room-changed")
+
+
+@login_required
+@require_POST
+def world_draft_all(request: HttpRequest, pk: int) -> HttpResponse:
+    world = selectors.world_get_for_user(user=request.user, pk=pk)
+    try:
+        drafting.draft_run_start(world=world, user=request.user, endpoint=_endpoint_from(request))
+    except ApplicationError as error:
+        return _panel(request, world, "draft-progress", error)
+    return _panel(request, world, "draft-progress")
+
+
+@login_required
+@require_GET
+def draft_run_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    """Polled every 2 s while the run has work left; the last answer tells the data room to refresh."""
+    run = selectors.draft_run_get_for_user(user=request.user, pk=pk)
+    finished = drafting.draft_run_progress(run=run)["is_finished"]
+    return _panel(request, run.world, "draft-progress", trigger="data-room-changed" if finished else "")
+
+
+@login_required
+@require_POST
+def draft_run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    run = selectors.draft_run_get_for_user(user=request.user, pk=pk)
+    try:
+        drafting.draft_run_cancel(run=run, user=request.user)
+    except ApplicationError as error:
+        return _panel(request, run.world, "draft-progress", error)
+    return _panel(request, run.world, "draft-progress", trigger="data-room-changed")
+
+
+@login_required
+@require_POST
+def draft_job_retry(request: HttpRequest, pk: int) -> HttpResponse:
+    job = selectors.draft_job_get_for_user(user=request.user, pk=pk)
+    try:
+        drafting.draft_job_retry(job=job, user=request.user)
+    except ApplicationError as error:
+        return _panel(request, job.run.world, "draft-progress", error)
+    return _panel(request, job.run.world, "draft-progress")
+
+
+@login_required
+@require_POST
+def document_draft(request: HttpRequest, pk: int) -> HttpResponse:
+    """Draft (or redraft with an instruction) one document; the page follows the job."""
+    document = selectors.document_get_for_user(user=request.user, pk=pk)
+    try:
+        run = drafting.draft_run_start(
+            world=document.world, user=request.user, endpoint=_endpoint_from(request), documents=[document],
+            instruction=request.POST.get("instruction", "").strip(),
+        )
+    except ApplicationError as error:
+        return render(request, f"{DOCUMENT}#document-drafting", {"document": document, "drafting_error": error.message, "endpoints": endpoint_list_usable()}, status=UNPROCESSABLE)
+    return render(request, f"{DOCUMENT}#document-drafting", {"document": document, "run": run, "progress": drafting.draft_run_progress(run=run), "endpoints": endpoint_list_usable()})
+
+
+@login_required
+@require_GET
+def document_draft_status(request: HttpRequest, pk: int, run_pk: int) -> HttpResponse:
+    document = selectors.document_get_for_user(user=request.user, pk=pk)
+    run = selectors.draft_run_get_for_user(user=request.user, pk=run_pk)
+    progress = drafting.draft_run_progress(run=run)
+    job = run.jobs.filter(document=document).first()
+    response = render(request, f"{DOCUMENT}#document-drafting", {"document": document, "run": run, "progress": progress, "job": job, "endpoints": endpoint_list_usable()})
+    if progress["is_finished"] and job is not None and job.status == "done":
+        response["HX-Refresh"] = "true"  # show the new content in the editor
+    return response
+
+
+@login_required
+@require_GET
+def document_versions(request: HttpRequest, pk: int) -> HttpResponse:
+    document = selectors.document_get_for_user(user=request.user, pk=pk)
+    versions = list(document.versions.select_related("created_by"))
+    chosen = request.GET.get("v", "")
+    shown = next((v for v in versions if str(v.number) == chosen), versions[0] if versions else None)
+    membership = membership_for(user=request.user, project_id=document.world.project_id)
+    return render(request, "authoring/document_versions.html", {
+        "document": document, "world": document.world, "project": document.world.project, "versions": versions,
+        "shown": shown, "can_author": membership.can_author,
+    })
+
+
+@login_required
+@require_POST
+def document_version_restore(request: HttpRequest, pk: int) -> HttpResponse:
+    version = selectors.document_version_get_for_user(user=request.user, pk=pk)
+    revision = request.POST.get("revision", "")
+    try:
+        restore_version(version=version, user=request.user, base_revision=int(revision) if revision.isdigit() else None)
+    except ApplicationError as error:
+        messages.error(request, error.message)
+        return redirect(f"/documents/{version.document_id}/versions/?v={version.number}")
+    return redirect("document-editor", pk=version.document_id)
+
+
+@login_required
+@require_GET
+def document_download(request: HttpRequest, pk: int) -> HttpResponse:
+    """The document rendered as its real file (docx, xlsx, pptx, pdf, eml, ics …)."""
+    from authoring.rendering import render_file
+
+    document = selectors.document_get_for_user(user=request.user, pk=pk)
+    try:
+        rendered = render_file(document.kind, document.format, document.content, document.metadata, path=document.path)
+    except ApplicationError as error:
+        return render(request, "authoring/render_error.html", {"document": document, "error": error.message}, status=UNPROCESSABLE)
+    return attachment_response(rendered.data, filename=rendered.filename, content_type=rendered.content_type)
+
+
+@login_required
+@require_GET
+def document_source_download(request: HttpRequest, pk: int) -> HttpResponse:
+    document = selectors.document_get_for_user(user=request.user, pk=pk)
+    if not document.source_file:
+        return redirect("document-editor", pk=document.pk)
+    with document.source_file.open("rb") as handle:
+        data = handle.read()
+    return attachment_response(data, filename=document.source_name or document.name, content_type="application/octet-stream")
+
+
+@login_required
+@require_GET
+def world_consistency(request: HttpRequest, pk: int) -> HttpResponse:
+    world = selectors.world_get_for_user(user=request.user, pk=pk)
+    return render(request, f"{WORLD}#consistency", {"world": world, "mismatches": selectors.world_consistency_report(world=world), "checked": True})
+
+
+@login_required
+@require_POST
+def world_upload(request: HttpRequest, pk: int) -> HttpResponse:
+    """Upload existing files into the data room; their text is extracted for agents."""
+    from authoring.services.uploads import document_upload
+
+    world = selectors.world_get_for_user(user=request.user, pk=pk)
+    files = request.FILES.getlist("files")
+    if not files:
+        messages.error(request, "Choose one or more files to upload.")
+        return redirect("world-editor", pk=world.pk)
+    if len(files) > 50:
+        messages.error(request, "Upload at most 50 files at a time.")
+        return redirect("world-editor", pk=world.pk)
+    added, refused = [], []
+    for uploaded in files:
+        try:
+            added.append(document_upload(world=world, user=request.user, uploaded_file=uploaded))
+        except ApplicationError as error:
+            refused.append(f"{uploaded.name[:120]}: {error.message}")
+    if added:
+        messages.success(request, f"Added {len(added)} document{'s' if len(added) != 1 else ''}: {', '.join(d.path for d in added)}.")
+    for problem in refused:
+        messages.error(request, problem)
+    return redirect("world-editor", pk=world.pk)
