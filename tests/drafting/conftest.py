@@ -6,6 +6,7 @@ import pytest
 from authoring import services
 from tests.fake_llm import Reply
 
+
 # What the fake model drafts, by document path: structured output in the shape the
 # rendering package's content_schema asks for.
 def _block(type_, text="", level=0, items=(), header=(), rows=()):

@@ -11,7 +11,7 @@ from authoring.rendering import render_file
 from authoring.services import drafting
 from core.exceptions import ApplicationError
 from llm.models import ModelCall, ModelEndpoint
-from tests.drafting.conftest import DRAFTS, scripted_responder
+from tests.drafting.conftest import scripted_responder
 from tests.fake_llm import Reply
 
 HX = {"HTTP_HX_REQUEST": "true"}
