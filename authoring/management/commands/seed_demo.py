@@ -19,6 +19,8 @@ from accounts.services import membership_set, project_create
 from authoring import services as authoring_services
 from authoring.models import CriterionTag, DeliverableKind, DocumentKind, EnvTask, World
 from authoring.selectors import rubric_version_current
+from llm.models import EndpointKind, ModelEndpoint
+from llm.services import endpoint_save
 
 PROJECT_NAME = "Corporate law — M&A"
 PROJECT_SLUG = "corporate-law-ma"
@@ -296,6 +298,9 @@ def _load_or_create_passwords(path: Path) -> dict[str, str]:
     return stored
 
 
+SCRIPTED_ENDPOINT_NAME = "Scripted sample model"
+
+
 class Command(BaseCommand):
     help = "Create the demo project, users, world and task (idempotent) and print the demo logins."
 
@@ -308,6 +313,7 @@ class Command(BaseCommand):
             author = users["demo-author"]
             world = self._world(project, author)
             self._task(world, author)
+            self._scripted_endpoint(users["demo-admin"])
 
         self.stdout.write("")
         self.stdout.write(self.style.SUCCESS(f"Demo logins (kept in {logins_path}):"))
@@ -363,6 +369,16 @@ class Command(BaseCommand):
             authoring_services.criterion_add(env_task=env_task, user=author, base_revision=rubric.revision, **criterion)
         self._say(f"created task {TASK_TITLE!r} with {len(CRITERIA)} rubric criteria")
         return env_task
+
+    def _scripted_endpoint(self, admin: User) -> None:
+        """A model that needs no key, so a newcomer can walk the whole loop. It writes
+        clearly-labelled sample text and is shown as "scripted" wherever it appears."""
+        if not admin.is_staff:
+            admin.is_staff = True  # the demo admin also manages the site's model endpoints
+            admin.save(update_fields=["is_staff"])
+        if not ModelEndpoint.objects.filter(name=SCRIPTED_ENDPOINT_NAME).exists():
+            endpoint_save(user=admin, data={"name": SCRIPTED_ENDPOINT_NAME, "kind": EndpointKind.SCRIPTED, "max_concurrency": 8, "enabled": True})
+            self._say(f"registered the model endpoint {SCRIPTED_ENDPOINT_NAME!r} (scripted sample answers, no real model)")
 
     def _say(self, message: str) -> None:
         self.stdout.write(f"seed_demo: {message}")
