@@ -59,23 +59,37 @@ def skeleton_messages(world: World, existing: list[str]) -> list[dict]:
     ]
 
 
-def neighbours(document: Document, room: list[Document]) -> list[Document]:
+ROOM_FIELDS = ("pk", "path", "kind", "brief", "metadata")
+
+
+def room_listing(world: World) -> list[dict]:
+    """Every item of the room as plain values, without content: drafting reads this once
+    per document, so it must stay cheap for rooms of hundreds of items."""
+    return list(world.documents.values(*ROOM_FIELDS))
+
+
+def neighbours(document: Document, room: list[dict]) -> list[dict]:
     """The documents this one must agree with most closely: the earlier messages of its
-    thread, and documents its brief names by path or file name."""
+    thread, and documents its brief names by path or file name. Only these few are read
+    with their content."""
     thread_root = document.metadata.get("thread") or document.path
-    same_thread = [
-        d for d in room
-        if d.pk != document.pk and d.content and (d.path == thread_root or d.metadata.get("thread") == thread_root)
-        and (d.metadata.get("date", "") <= document.metadata.get("date", "~"))
+    date = document.metadata.get("date", "~")
+    chosen = [
+        d["pk"] for d in room
+        if d["pk"] != document.pk and (
+            ((d["path"] == thread_root or d["metadata"].get("thread") == thread_root) and d["metadata"].get("date", "") <= date)
+            or d["path"] in document.brief or d["path"].rpartition("/")[2] in document.brief
+        )
     ]
-    named = [d for d in room if d.pk != document.pk and d.content and d not in same_thread and (d.path in document.brief or d.name in document.brief)]
-    return (same_thread + named)[:8]
+    found = {d["pk"]: d for d in Document.objects.filter(pk__in=chosen).exclude(content="").values("pk", "path", "metadata", "content")}
+    return [found[pk] for pk in chosen if pk in found][:8]
 
 
-def draft_messages(document: Document, room: list[Document], *, instruction: str = "") -> list[dict]:
+def draft_messages(document: Document, room: list[dict], *, instruction: str = "") -> list[dict]:
     world = document.world
-    listing = "\n".join(f"- {d.path} ({d.get_kind_display()}): {d.brief[:160]}" for d in room[:300])
-    context = "\n\n".join(f"### {d.path}\nMetadata: {json.dumps(d.metadata)}\n{d.content[:6000]}" for d in neighbours(document, room))
+    kinds = dict(Document._meta.get_field("kind").choices)
+    listing = "\n".join(f"- {d['path']} ({kinds.get(d['kind'], d['kind'])}): {d['brief'][:160]}" for d in room[:300])
+    context = "\n\n".join(f"### {d['path']}\nMetadata: {json.dumps(d['metadata'])}\n{d['content'][:6000]}" for d in neighbours(document, room))
     ask = (
         f"Scenario outline:\n{world.outline}\n\nFacts sheet (every document must agree with it):\n{_facts(world)}\n\n"
         f"The data room:\n{listing}\n\n"

@@ -12,10 +12,12 @@ transaction: a model call can take minutes.
 """
 
 import email.utils
+import functools
 import json
 import logging
 import os
 import random
+import threading
 import time
 from dataclasses import dataclass
 from decimal import Decimal
@@ -86,13 +88,40 @@ def chat(
     )
 
 
+@functools.lru_cache(maxsize=256)
+def _validator(schema_json: str) -> jsonschema.protocols.Validator:
+    # Checking a schema against the meta-schema costs more than validating a reply, so
+    # each schema is checked and compiled once per process.
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+
+
 def _schema_problem(value: object, schema: dict) -> str | None:
-    try:
-        jsonschema.validate(value, schema)
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "the top level"
-        return f"at {where}: {exc.message[:300]}"
-    return None
+    error = jsonschema.exceptions.best_match(_validator(json.dumps(schema, sort_keys=True)).iter_errors(value))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "the top level"
+    return f"at {where}: {error.message[:300]}"
+
+
+_clients: dict[tuple, httpx.Client] = {}
+_clients_lock = threading.Lock()
+
+
+def _http_client(endpoint: ModelEndpoint) -> httpx.Client:
+    """One pooled client per timeout setting and process: building one loads the CA
+    bundle (~20 ms), too slow to pay on every call. httpx clients are thread-safe."""
+    key = (endpoint.connect_timeout, endpoint.read_timeout)
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            timeout = httpx.Timeout(connect=endpoint.connect_timeout, read=endpoint.read_timeout, write=endpoint.read_timeout, pool=endpoint.connect_timeout)
+            limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
+            # Redirects are never followed: the key must reach the configured host only.
+            client = _clients[key] = httpx.Client(timeout=timeout, limits=limits, follow_redirects=False, trust_env=False)
+        return client
 
 
 def _one_answer(endpoint, messages, tools, schema, temperature, max_tokens, totals) -> providers.Reply:
@@ -165,13 +194,9 @@ def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> pr
             headers["x-api-key"] = key
     elif key:
         headers["authorization"] = f"Bearer {key}"
-    timeout = httpx.Timeout(connect=endpoint.connect_timeout, read=endpoint.read_timeout, write=endpoint.read_timeout, pool=endpoint.connect_timeout)
     deadline = time.monotonic() + endpoint.connect_timeout + endpoint.read_timeout
     try:
-        # Redirects are never followed: the key must reach the configured host only.
-        with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client, client.stream(
-            "POST", base_url + path, json=body, headers=headers
-        ) as response:
+        with _http_client(endpoint).stream("POST", base_url + path, json=body, headers=headers) as response:
             chunks, size = [], 0
             for chunk in response.iter_bytes():
                 chunks.append(chunk)

@@ -54,22 +54,23 @@ def endpoint_slot(*, endpoint_id: int, cap: int, lease_seconds: float, wait_seco
 def _redis_slot(endpoint_id: int, cap: int, lease_seconds: float, wait_seconds: float) -> Iterator[None]:
     client = _redis()
     key = f"taskwright:llm-slots:{endpoint_id}"
+    wake = f"{key}:released"
     token = uuid.uuid4().hex
     script = client.register_script(_ACQUIRE)
     deadline = time.monotonic() + wait_seconds
-    delay = 0.005
     while True:
         now = time.time()
         if script(keys=[key], args=[now, cap, now + lease_seconds, token, int(lease_seconds * 2000)]):
             break
         if time.monotonic() > deadline:
             raise ModelError("Timed out waiting for a free slot on this model endpoint.", kind="timeout")
-        time.sleep(delay)
-        delay = min(delay * 2, 0.05)
+        # Sleep until some holder releases a slot (or briefly, in case a lease expired).
+        client.blpop([wake], timeout=0.25)
     try:
         yield
     finally:
-        client.zrem(key, token)
+        with client.pipeline() as pipe:
+            pipe.zrem(key, token).rpush(wake, 1).ltrim(wake, -cap, -1).expire(wake, 60).execute()
 
 
 @contextlib.contextmanager

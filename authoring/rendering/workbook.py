@@ -161,7 +161,14 @@ class Workbook:
     def _evaluate(self) -> None:
         compiled: dict = {}
         deps: dict = {}
-        formula_cells = [[rc for rc, cell in sheet.cells.items() if cell.formula is not None] for sheet in self.sheets]
+        formula_cells = [{rc for rc, cell in sheet.cells.items() if cell.formula is not None} for sheet in self.sheets]
+
+        def formulas_in(t: int, r1: int, c1: int, r2: int, c2: int) -> list:
+            area = (r2 - r1 + 1) * (c2 - c1 + 1)
+            if area <= len(formula_cells[t]):
+                return [(t, rr, cc) for rr in range(r1, r2 + 1) for cc in range(c1, c2 + 1) if (rr, cc) in formula_cells[t]]
+            return [(t, rr, cc) for rr, cc in formula_cells[t] if r1 <= rr <= r2 and c1 <= cc <= c2]
+
         for n, sheet in enumerate(self.sheets):
             for (r, c), cell in sheet.cells.items():
                 if cell.formula is None:
@@ -169,9 +176,7 @@ class Workbook:
                 func, inputs = self._compile(n, r, c, cell.formula)
                 refs = [self._resolve(n, r, c, ref) for ref in inputs]
                 compiled[(n, r, c)] = (func, refs)
-                deps[(n, r, c)] = [
-                    (t, rr, cc) for t, r1, c1, r2, c2 in refs for rr, cc in formula_cells[t] if r1 <= rr <= r2 and c1 <= cc <= c2
-                ]
+                deps[(n, r, c)] = [dep for ref in refs for dep in formulas_in(*ref)]
         for key in self._order(deps):
             func, refs = compiled[key]
             args = [self._range_value(*ref) for ref in refs]

@@ -147,7 +147,7 @@ def draft_job_execute(*, job_id: int) -> None:
             raise ApplicationError("The document was locked after drafting was requested; it was left as it is.")
         from authoring.rendering import content_schema, structured_to_content, structured_to_metadata
 
-        room = list(document.world.documents.all())
+        room = drafting_prompts.room_listing(document.world)
         result = chat(
             endpoint=run.endpoint,
             messages=drafting_prompts.draft_messages(document, room, instruction=run.instruction),
