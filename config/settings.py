@@ -141,11 +141,17 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         # "control" folder relative to the current directory.
         "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
+        "polling_interval": 0.1,  # seconds between looks at the folder when it is empty
     }
 else:
     # Above the longest task's time limit, so a long job is never redelivered while it
-    # still runs; a killed worker's job comes back after this long.
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 2 * 60 * 60}
+    # still runs; a killed worker's job comes back after this long. Tests shorten it.
+    CELERY_VISIBILITY_TIMEOUT = int(os.environ.get("CELERY_VISIBILITY_TIMEOUT") or 2 * 60 * 60)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
+    if CELERY_VISIBILITY_TIMEOUT < 10 * 60:
+        # kombu only sweeps for expired unacked messages every ~100 s (10 s × every 10th
+        # tick); with a short timeout, sweep every second so redelivery follows it.
+        CELERY_BROKER_TRANSPORT_OPTIONS |= {"unacked_restore_interval": 1, "unacked_restore_throttle": 1}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
