@@ -1,4 +1,4 @@
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.shortcuts import get_object_or_404
 
 from accounts.models import Membership, Role
@@ -10,7 +10,7 @@ def pack_list_for_user(*, user, project_id: int | None = None) -> QuerySet[Pack]
     if not user.is_authenticated:
         return Pack.objects.none()
     admin_projects = Membership.objects.filter(user=user, role=Role.ADMIN).values("project_id")
-    qs = Pack.objects.filter(project_id__in=admin_projects).select_related("project", "created_by")
+    qs = Pack.objects.filter(project_id__in=admin_projects).select_related("project", "created_by").annotate(task_count=Count("submissions"))
     if project_id is not None:
         qs = qs.filter(project_id=project_id)
     return qs
