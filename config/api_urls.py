@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from accounts import apis as accounts_apis
 from authoring import apis as authoring_apis
+from llm import apis as llm_apis
 from packs import apis as packs_apis
 from reviews import apis as reviews_apis
 
@@ -26,6 +27,26 @@ urlpatterns = [
     path("tasks/<str:pk>/rubric/", authoring_apis.RubricApi.as_view(), name="api-task-rubric"),
     path("tasks/<str:pk>/rubric/criteria/", authoring_apis.CriterionListApi.as_view(), name="api-task-criteria"),
     path("criteria/<str:pk>/", authoring_apis.CriterionDetailApi.as_view(), name="api-criterion"),
+    # authoring: files, versions, uploads, consistency
+    path("documents/<str:pk>/versions/", authoring_apis.DocumentVersionListApi.as_view(), name="api-document-versions"),
+    path("document-versions/<str:pk>/", authoring_apis.DocumentVersionDetailApi.as_view(), name="api-document-version"),
+    path("document-versions/<str:pk>/restore/", authoring_apis.DocumentVersionRestoreApi.as_view(), name="api-document-version-restore"),
+    path("documents/<str:pk>/file/", authoring_apis.DocumentFileApi.as_view(), name="api-document-file"),
+    path("documents/<str:pk>/original/", authoring_apis.DocumentOriginalApi.as_view(), name="api-document-original"),
+    path("worlds/<str:pk>/uploads/", authoring_apis.WorldUploadApi.as_view(), name="api-world-uploads"),
+    path("worlds/<str:pk>/consistency/", authoring_apis.WorldConsistencyApi.as_view(), name="api-world-consistency"),
+    # authoring: drafting
+    path("worlds/<str:pk>/suggest-skeleton/", authoring_apis.WorldSuggestSkeletonApi.as_view(), name="api-world-suggest-skeleton"),
+    path("skeleton-proposals/<str:pk>/", authoring_apis.SkeletonProposalDetailApi.as_view(), name="api-skeleton-proposal"),
+    path("skeleton-proposals/<str:pk>/accept/", authoring_apis.SkeletonAcceptApi.as_view(), name="api-skeleton-accept"),
+    path("worlds/<str:pk>/draft/", authoring_apis.WorldDraftApi.as_view(), name="api-world-draft"),
+    path("draft-runs/<str:pk>/", authoring_apis.DraftRunDetailApi.as_view(), name="api-draft-run"),
+    path("draft-runs/<str:pk>/cancel/", authoring_apis.DraftRunCancelApi.as_view(), name="api-draft-run-cancel"),
+    path("draft-jobs/<str:pk>/retry/", authoring_apis.DraftJobRetryApi.as_view(), name="api-draft-job-retry"),
+    # llm
+    path("model-endpoints/", llm_apis.ModelEndpointListApi.as_view(), name="api-model-endpoints"),
+    path("model-endpoints/<str:pk>/", llm_apis.ModelEndpointDetailApi.as_view(), name="api-model-endpoint"),
+    path("model-calls/", llm_apis.ModelCallListApi.as_view(), name="api-model-calls"),
     # reviews
     path("tasks/<str:pk>/submit/", reviews_apis.EnvTaskSubmitApi.as_view(), name="api-task-submit"),
     path("submissions/", reviews_apis.SubmissionListApi.as_view(), name="api-submissions"),

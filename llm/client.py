@@ -210,6 +210,8 @@ def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> pr
         raise RetryableError(f"The endpoint did not answer within {endpoint.read_timeout:g} s.", kind="timeout") from None
     except httpx.TransportError as exc:
         raise RetryableError(f"Could not reach the endpoint at {base_url} ({type(exc).__name__}).", kind="server") from None
+    if key:  # a provider or proxy that echoes the key back must not carry it into errors, logs or pages
+        raw = raw.replace(key.encode(), b"[redacted]")
     _raise_for_status(endpoint, response, raw)
     try:
         data = json.loads(raw)

@@ -2,15 +2,35 @@
 
 A user outside the project gets 404 for every object of it (never a hint that it
 exists); an anonymous visitor is sent to sign in; inside the project each role gets
-exactly what it may do, and a refused write changes nothing in the database.
+exactly what it may do, and a refused write changes nothing in the database. The Models
+page is not project data: every signed-in user reads it, only site admins (staff) write.
+
+The objects are built per test, but only the groups a route needs (see `Objects`), so
+the matrix stays quick as routes are added.
 """
 
 from dataclasses import dataclass
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from authoring.models import Criterion, Document, EnvTask, RubricVersion, World
+from authoring import services as authoring_services
+from authoring.models import (
+    Criterion,
+    Document,
+    DocumentVersion,
+    DraftJob,
+    DraftJobStatus,
+    DraftRun,
+    EnvTask,
+    RubricVersion,
+    SkeletonProposal,
+    World,
+)
+from authoring.services import drafting
+from authoring.services.uploads import document_upload
+from llm.models import ModelEndpoint
 from packs.models import Pack
 from reviews import services as review_services
 from reviews.models import Review, Submission
@@ -22,11 +42,12 @@ ALLOWED, REFUSED, HIDDEN = "allowed", "refused", "hidden"
 @dataclass(frozen=True)
 class Route:
     name: str
-    obj: str  # which fixture object's pk goes into the URL
+    obj: str  # which fixture objects' pks go into the URL ("document,run" for two)
     method: str
     data: tuple = ()
     # who may: "any" member, "author" (author/admin), "review" (reviewer/admin), "admin"
     who: str = "any"
+    htmx: bool = False  # a GET of a fragment: the page asks for it with HX-Request
 
 
 ROUTES = [
@@ -59,7 +80,25 @@ ROUTES = [
     Route("pack-list", "project", "post", (("name", "p"), ("submissions", "approved")), "admin"),
     Route("pack-progress", "pack", "get", (), "admin"),
     Route("pack-download", "pack", "get", (), "admin"),
+    # drafting, versions, files, uploads, consistency
+    Route("world-suggest-skeleton", "world", "post", (("endpoint", "endpoint"),), "author"),
+    Route("world-draft-all", "world", "post", (("endpoint", "endpoint"),), "author"),
+    Route("world-upload", "world", "post", (("files", "upload:Notes.md"),), "author"),
+    Route("world-consistency", "world", "get", htmx=True),
+    Route("skeleton-proposal", "proposal", "get", htmx=True),
+    Route("skeleton-accept", "proposal", "post", (("index", "all"),), "author"),
+    Route("draft-run-progress", "run", "get", htmx=True),
+    Route("draft-run-cancel", "run", "post", (), "author"),
+    Route("draft-job-retry", "job", "post", (), "author"),
+    Route("document-draft", "document", "post", (("endpoint", "endpoint"), ("instruction", "Shorter.")), "author"),
+    Route("document-draft-status", "drafted,run", "get", htmx=True),
+    Route("document-versions", "drafted", "get"),
+    Route("document-download", "drafted", "get"),
+    Route("document-source-download", "uploaded", "get"),
+    Route("document-version-restore", "version", "post", (("revision", "rev:drafted"),), "author"),
 ]
+# Refusals that come back as a message on a redirect rather than a 422 fragment.
+REFUSED_BY_REDIRECT = {"task-submit", "submission-release", "world-upload", "document-version-restore"}
 ROLES = ["author", "reviewer", "admin"]
 MAY = {"any": set(ROLES), "author": {"author", "admin"}, "review": {"reviewer", "admin"}, "admin": {"admin"}}
 
@@ -75,42 +114,109 @@ def fingerprint() -> tuple:
         list(Submission.objects.values_list("pk", "status", "claimed_by")),
         Review.objects.count(),
         Pack.objects.count(),
+        DocumentVersion.objects.count(),
+        list(DraftRun.objects.values_list("pk", "cancelled_at")),
+        list(DraftJob.objects.values_list("pk", "status")),
+        list(SkeletonProposal.objects.values_list("pk", "status", "items")),
+        list(ModelEndpoint.objects.values_list("pk", "name", "kind", "enabled")),
     )
 
 
-@pytest.fixture
-def objects(team, db):
+def _base(team, o: dict) -> None:
     world = factories.world(team.project, team.author)
     task = factories.env_task(world, team.author)
-    task2 = factories.env_task(world, team.author, title="Second")
-    approved = factories.env_task(world, team.author, title="Approved one")
+    o.update(
+        project=team.project, world=world, document=world.documents.first(), task=task,
+        task2=factories.env_task(world, team.author, title="Second"), criterion=task.rubric_versions.get().criteria.first(),
+    )
+
+
+def _review(team, o: dict) -> None:
+    approved = factories.env_task(o["world"], team.author, title="Approved one")
     sub_approved = review_services.submission_create(env_task=approved, user=team.author)
     review_services.submission_claim_next(user=team.admin)
     review_services.review_decide(submission=sub_approved, user=team.admin, decision="approve")
-    in_review = factories.env_task(world, team.author2, title="In review")
+    in_review = factories.env_task(o["world"], team.author2, title="In review")
     submission = review_services.submission_create(env_task=in_review, user=team.author2)
     Submission.objects.filter(pk=submission.pk).update(status="claimed", claimed_by=None)
     pack = Pack.objects.create(project=team.project, name="p", version=1, created_by=team.admin)
-    return {
-        "project": team.project, "world": world, "document": world.documents.first(), "task": task, "task2": task2,
-        "criterion": task.rubric_versions.get().criteria.first(), "submission": submission, "pack": pack,
-        "approved": sub_approved,
-    }
+    o.update(submission=submission, pack=pack, approved=sub_approved)
+
+
+def _drafting(team, o: dict) -> None:
+    """A scripted endpoint (no network: queued work never runs in these tests anyway);
+    a document with two versions; a run whose job on it failed and whose other job is
+    still queued; a ready skeleton proposal; an uploaded document."""
+    world, author = o["world"], team.author
+    endpoint = ModelEndpoint.objects.create(name="Sample", kind="scripted")
+    drafted = authoring_services.document_create(world=world, user=author, path="Deal/Drafted.md", content="First version.")
+    drafted = authoring_services.document_update(document=drafted, user=author, base_revision=drafted.revision, content="Second version.")
+    queued = authoring_services.document_create(world=world, user=author, path="Deal/Queued.md")
+    run = drafting.draft_run_start(world=world, user=author, endpoint=endpoint, documents=[drafted, queued])
+    job = run.jobs.get(document=drafted)
+    DraftJob.objects.filter(pk=job.pk).update(status=DraftJobStatus.FAILED, error="The model was down.")
+    proposal = drafting.skeleton_suggest(world=world, user=author, endpoint=endpoint)
+    SkeletonProposal.objects.filter(pk=proposal.pk).update(status="ready", items=[
+        {"path": "Deal/Proposed.md", "kind": "file", "format": "md", "brief": "b", "metadata": {}, "target_size": 50, "accepted": False, "problem": ""},
+    ])
+    uploaded = document_upload(world=world, user=author, uploaded_file=SimpleUploadedFile("Minutes.md", b"# Minutes\n\nAgreed.\n"))
+    o.update(
+        endpoint=endpoint, drafted=drafted, version=drafted.versions.get(number=1), run=run, job=job, proposal=proposal,
+        uploaded=uploaded,
+    )
+
+
+# name → the group that builds it (each group after the ones it builds on)
+GROUPS = {"base": _base, "review": _review, "drafting": _drafting}
+BUILT_BY = {
+    **dict.fromkeys(("project", "world", "document", "task", "task2", "criterion"), "base"),
+    **dict.fromkeys(("submission", "pack", "approved"), "review"),
+    **dict.fromkeys(("endpoint", "drafted", "version", "run", "job", "proposal", "uploaded"), "drafting"),
+}
+
+
+class Objects(dict):
+    """The test's objects, each group built the first time one of its names is used."""
+
+    def __init__(self, team) -> None:
+        super().__init__()
+        self.team = team
+
+    def __missing__(self, name: str):
+        group = BUILT_BY[name]
+        if group != "base" and "project" not in self:
+            _base(self.team, self)
+        GROUPS[group](self.team, self)
+        return self[name]
+
+    def prepare(self, route: Route) -> None:
+        """Build everything the route names before the test takes its fingerprint."""
+        for name in [*route.obj.split(","), *(v.removeprefix("rev:") for _, v in route.data)]:
+            if name in BUILT_BY:
+                self[name]  # builds its group
+
+
+@pytest.fixture
+def objects(team, db, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path / "media"  # uploads write their originals
+    return Objects(team)
 
 
 def request(client, route: Route, objects: dict, user=None):
-    url = reverse(route.name, args=[objects[route.obj].pk])
+    url = reverse(route.name, args=[objects[name].pk for name in route.obj.split(",")])
     if route.method == "get":
-        return client.get(url)
+        return client.get(url, **({"HTTP_HX_REQUEST": "true"} if route.htmx else {}))
     data = {k: _value(v, objects) for k, v in route.data}
     return client.post(url, data, HTTP_HX_REQUEST="true")
 
 
 def _value(value: str, objects: dict) -> str:
     """Object names become their pk; "rev:<name>" becomes the revision stored now, as a
-    page that was just loaded would send it."""
-    if value in objects:
+    page that was just loaded would send it; "upload:<name>" becomes a small file."""
+    if value in BUILT_BY:
         return str(objects[value].pk)
+    if value.startswith("upload:"):
+        return SimpleUploadedFile(value[7:], b"# Notes\n\nThe price is $12m.\n")
     if value.startswith("rev:"):
         name = value[4:]
         if name == "rubric":
@@ -128,6 +234,7 @@ def claim_for(user, objects):
 
 @pytest.mark.parametrize("route", ROUTES, ids=lambda r: f"{r.method.upper()} {r.name}")
 def test_outsiders_get_404_and_change_nothing(client, other_team, objects, route):
+    objects.prepare(route)
     for user in (other_team.author, other_team.reviewer, other_team.admin):
         client.force_login(user)
         before = fingerprint()
@@ -137,7 +244,10 @@ def test_outsiders_get_404_and_change_nothing(client, other_team, objects, route
 
 @pytest.mark.parametrize("route", ROUTES, ids=lambda r: f"{r.method.upper()} {r.name}")
 def test_anonymous_is_sent_to_sign_in(client, objects, route):
+    objects.prepare(route)
+    before = fingerprint()
     response = request(client, route, objects)
+    assert fingerprint() == before
     assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
 
 
@@ -145,6 +255,7 @@ def test_anonymous_is_sent_to_sign_in(client, objects, route):
 @pytest.mark.parametrize("route", ROUTES, ids=lambda r: f"{r.method.upper()} {r.name}")
 def test_each_role_gets_what_it_may(client, team, objects, route, role):
     user = getattr(team, role)
+    objects.prepare(route)
     if route.name in ("submission-decide", "submission-release"):
         claim_for(user, objects)
     client.force_login(user)
@@ -152,7 +263,7 @@ def test_each_role_gets_what_it_may(client, team, objects, route, role):
     response = request(client, route, objects)
     may = role in MAY[route.who]
     if may:
-        assert response.status_code in (200, 302), (response.status_code, response.content[:300])
+        assert response.status_code in ((200,) if route.htmx else (200, 302)), (response.status_code, response.content[:300])
         if route.method == "post" and route.name != "document-preview":
             assert fingerprint() != before
     else:
@@ -160,5 +271,46 @@ def test_each_role_gets_what_it_may(client, team, objects, route, role):
         # or, for reviewing, come back as a message on the redirect.
         assert response.status_code in (404, 422, 302)
         if response.status_code == 302:
-            assert route.name in ("task-submit", "submission-release")
+            assert route.name in REFUSED_BY_REDIRECT
+        assert fingerprint() == before
+
+
+# --- The Models page: site-wide, not project data ---------------------------------------
+
+ENDPOINT_FORM = {
+    "name": "Added", "kind": "scripted", "base_url": "", "model": "", "api_key_env": "", "max_concurrency": "4",
+    "connect_timeout": "10", "read_timeout": "120", "max_retries": "4", "price_input_per_mtok": "0",
+    "price_output_per_mtok": "0", "enabled": "on",
+}
+MODEL_ROUTES = [("model-endpoints", "get"), ("model-endpoints", "post"), ("model-endpoint-edit", "get"), ("model-endpoint-edit", "post")]
+
+
+@pytest.mark.parametrize("who", ["anonymous", "outsider", "author", "reviewer", "admin", "staff"])
+@pytest.mark.parametrize(("name", "method"), MODEL_ROUTES, ids=[f"{m.upper()} {n}" for n, m in MODEL_ROUTES])
+def test_models_page_every_user_reads_only_staff_write(client, team, name, method, who):
+    endpoint = ModelEndpoint.objects.create(name="Sample", kind="scripted")
+    if who == "staff":
+        user = factories.user()
+        user.is_staff = True
+        user.save(update_fields=["is_staff"])
+    elif who == "outsider":
+        user = factories.user()  # a member of no project: the page is not project data
+    elif who != "anonymous":
+        user = getattr(team, who)
+    if who != "anonymous":
+        client.force_login(user)
+    url = reverse(name, args=[endpoint.pk] if name == "model-endpoint-edit" else [])
+    before = fingerprint()
+    response = client.get(url) if method == "get" else client.post(url, {**ENDPOINT_FORM, "name": f"{name} by {who}"})
+    if who == "anonymous":
+        assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+        assert fingerprint() == before
+    elif method == "get":
+        assert response.status_code == 200 and "Sample" in response.content.decode()
+    elif who == "staff":
+        assert response.status_code == 302 and ModelEndpoint.objects.filter(name=f"{name} by {who}").exists()
+        if name == "model-endpoint-edit":
+            assert not ModelEndpoint.objects.filter(name="Sample").exists()  # renamed, not added
+    else:
+        assert response.status_code == 422
         assert fingerprint() == before

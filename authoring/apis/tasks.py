@@ -1,8 +1,6 @@
-"""The authoring API: worlds, documents, tasks and rubrics. Thin: parse, call one
-selector or service, serialize. Access rules live in the selectors (404 outside your
-projects) and the services (role checks, stale edits → 409)."""
+"""Tasks and their rubrics through the API: tasks, the current rubric version, criteria."""
 
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -12,7 +10,6 @@ from accounts.apis import (
     ID_PARAMETER,
     PROJECT_PARAMETER,
     ApiView,
-    DetailSerializer,
     RevisionedSerializer,
     id_field,
     status_parameter,
@@ -20,86 +17,13 @@ from accounts.apis import (
     username_field,
 )
 from authoring import selectors, services
-from authoring.models import CriterionTag, DeliverableKind, Document, DocumentKind, EnvTask, EnvTaskStatus, GraderKind, RubricVersion
+from authoring.apis.common import EDIT_ERRORS
+from authoring.models import CriterionTag, DeliverableKind, EnvTask, EnvTaskStatus, GraderKind, RubricVersion
 
 CRITERION_FIELDS = ("text", "points", "tag", "grader_kind", "grader_config", "explanation")
-STALE = OpenApiResponse(DetailSerializer, description="Based on an old revision: someone saved since. Carries current_revision and the changes.")
-EDIT_ERRORS = {**ERRORS, 409: STALE}
 
 
 # --- Serializers -----------------------------------------------------------------------
-
-class FactSerializer(serializers.Serializer):
-    key = text_field()
-    value = text_field()
-
-
-class WorldSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    project = serializers.IntegerField(source="project_id")
-    title = serializers.CharField()
-    outline = serializers.CharField()
-    facts = FactSerializer(many=True)
-    revision = serializers.IntegerField()
-    created_by = username_field("created_by")
-    updated_by = username_field("updated_by")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-
-
-class WorldCreateSerializer(serializers.Serializer):
-    project = id_field()
-    title = text_field()
-    outline = text_field(required=False, default="")
-    facts = FactSerializer(many=True, required=False, default=list)
-
-
-class WorldUpdateSerializer(RevisionedSerializer):
-    title = text_field(required=False)
-    outline = text_field(required=False)
-    facts = FactSerializer(many=True, required=False)
-
-
-class DocumentListSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    world = serializers.IntegerField(source="world_id")
-    path = serializers.CharField()
-    kind = serializers.ChoiceField(choices=DocumentKind.choices)
-    format = serializers.CharField()
-    brief = serializers.CharField()
-    metadata = serializers.DictField()
-    target_size = serializers.IntegerField()
-    status = serializers.CharField()
-    position = serializers.IntegerField()
-    revision = serializers.IntegerField()
-    updated_by = username_field("updated_by")
-    updated_at = serializers.DateTimeField()
-
-
-class DocumentSerializer(DocumentListSerializer):
-    content = serializers.CharField()
-
-
-class DocumentCreateSerializer(serializers.Serializer):
-    path = text_field()
-    kind = serializers.ChoiceField(choices=DocumentKind.choices, default=DocumentKind.FILE)
-    format = text_field(required=False, default="", help_text="docx, xlsx, pptx, pdf, md or csv; guessed from the path when blank.")
-    brief = text_field(required=False, default="")
-    metadata = serializers.DictField(required=False, default=dict, help_text="from, to, cc, date, subject, channel, attendees …")
-    target_size = serializers.IntegerField(required=False, default=300, help_text="Target length in words.")
-    content = text_field(required=False, default="")
-
-
-class DocumentUpdateSerializer(RevisionedSerializer):
-    path = text_field(required=False)
-    kind = serializers.ChoiceField(choices=DocumentKind.choices, required=False)
-    format = text_field(required=False)
-    brief = text_field(required=False)
-    metadata = serializers.DictField(required=False)
-    target_size = serializers.IntegerField(required=False)
-    content = text_field(required=False)
-    locked = serializers.BooleanField(required=False, help_text="Lock (true) or unlock (false) the document.")
-
 
 class EnvTaskListSerializer(serializers.Serializer):
     id = serializers.IntegerField()
@@ -195,102 +119,6 @@ def _rubric_data(env_task: EnvTask) -> dict:
 def _fresh_rubric_data(env_task_id: int, user) -> dict:
     # Read back through the selector: an edit of a frozen version made a new one.
     return _rubric_data(selectors.env_task_get_for_user(user=user, pk=env_task_id))
-
-
-# --- Worlds ----------------------------------------------------------------------------
-
-class WorldListApi(ApiView):
-    list_filters = ("project",)
-
-    @extend_schema(summary="Worlds of your projects", parameters=[PROJECT_PARAMETER], responses=WorldSerializer(many=True))
-    def get(self, request: Request) -> Response:
-        worlds = selectors.world_list_for_user(user=request.user, project_id=self.int_param("project"))
-        worlds = worlds.select_related("created_by", "updated_by")
-        return self.paginated(worlds, WorldSerializer)
-
-    @extend_schema(summary="Create a world (authors and admins)", request=WorldCreateSerializer, responses={201: WorldSerializer, **ERRORS})
-    def post(self, request: Request) -> Response:
-        data = self.valid_data(WorldCreateSerializer)
-        world = services.world_create(
-            project_id=data["project"], user=request.user, title=data["title"], outline=data["outline"], facts=data["facts"]
-        )
-        return Response(WorldSerializer(world).data, status=status.HTTP_201_CREATED)
-
-
-@extend_schema(parameters=[ID_PARAMETER])
-class WorldDetailApi(ApiView):
-    @extend_schema(summary="One world", responses={200: WorldSerializer, 404: ERRORS[404]})
-    def get(self, request: Request, pk: int) -> Response:
-        return Response(WorldSerializer(selectors.world_get_for_user(user=request.user, pk=pk)).data)
-
-    @extend_schema(
-        summary="Edit a world's title, outline or facts",
-        description="Send `revision` (the one you read) and any fields to change.",
-        request=WorldUpdateSerializer,
-        responses={200: WorldSerializer, **EDIT_ERRORS},
-    )
-    def patch(self, request: Request, pk: int) -> Response:
-        world = selectors.world_get_for_user(user=request.user, pk=pk)
-        data = self.valid_data(WorldUpdateSerializer)
-        world = services.world_update(
-            world=world,
-            user=request.user,
-            base_revision=data["revision"],
-            title=data.get("title", world.title),
-            outline=data.get("outline", world.outline),
-            facts=data.get("facts", world.facts),
-        )
-        return Response(WorldSerializer(world).data)
-
-
-# --- Documents -------------------------------------------------------------------------
-
-@extend_schema(parameters=[ID_PARAMETER])
-class WorldDocumentListApi(ApiView):
-    list_filters = ()
-
-    @extend_schema(
-        summary="The world's data room, in position order",
-        description="Content is left out of the list: read one document for it.",
-        responses=DocumentListSerializer(many=True),
-    )
-    def get(self, request: Request, pk: int) -> Response:
-        world = selectors.world_get_for_user(user=request.user, pk=pk)
-        documents = selectors.document_list_for_user(user=request.user, world_id=world.pk).select_related("updated_by")
-        return self.paginated(documents, DocumentListSerializer)
-
-    @extend_schema(summary="Add a document to the data room", request=DocumentCreateSerializer, responses={201: DocumentSerializer, **ERRORS})
-    def post(self, request: Request, pk: int) -> Response:
-        world = selectors.world_get_for_user(user=request.user, pk=pk)
-        data = self.valid_data(DocumentCreateSerializer)
-        document = services.document_create(world=world, user=request.user, **data)
-        return Response(DocumentSerializer(document).data, status=status.HTTP_201_CREATED)
-
-
-@extend_schema(parameters=[ID_PARAMETER])
-class DocumentDetailApi(ApiView):
-    @extend_schema(summary="One document, with its content", responses={200: DocumentSerializer, 404: ERRORS[404]})
-    def get(self, request: Request, pk: int) -> Response:
-        return Response(DocumentSerializer(selectors.document_get_for_user(user=request.user, pk=pk)).data)
-
-    @extend_schema(
-        summary="Edit a document",
-        description="Send `revision` and any fields to change; `locked` locks or unlocks it.",
-        request=DocumentUpdateSerializer,
-        responses={200: DocumentSerializer, **EDIT_ERRORS},
-    )
-    def patch(self, request: Request, pk: int) -> Response:
-        document: Document = selectors.document_get_for_user(user=request.user, pk=pk)
-        data = dict(self.valid_data(DocumentUpdateSerializer))
-        base_revision = data.pop("revision")
-        document = services.document_update(document=document, user=request.user, base_revision=base_revision, **data)
-        return Response(DocumentSerializer(document).data)
-
-    @extend_schema(summary="Delete a document (unlocked only)", request=None, responses={204: None, **ERRORS})
-    def delete(self, request: Request, pk: int) -> Response:
-        document = selectors.document_get_for_user(user=request.user, pk=pk)
-        services.document_delete(document=document, user=request.user)
-        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 # --- Tasks -----------------------------------------------------------------------------

@@ -1,0 +1,286 @@
+"""Documents through the API: the data room, versions and restore, the rendered file,
+the uploaded original, and uploads."""
+
+from django.db import transaction
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import parsers, serializers, status
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from accounts.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer, InvalidRequest, RevisionedSerializer, text_field, username_field
+from authoring import selectors, services
+from authoring.apis.common import EDIT_ERRORS, FirstRendererNegotiation
+from authoring.models import Document, DocumentKind
+from authoring.services.uploads import clean_file_name, document_upload
+from core.exceptions import ApplicationError
+from core.files import attachment_response
+
+MAX_FILES_PER_UPLOAD = 50
+
+# --- Serializers -----------------------------------------------------------------------
+
+class DocumentListSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    world = serializers.IntegerField(source="world_id")
+    path = serializers.CharField()
+    kind = serializers.ChoiceField(choices=DocumentKind.choices)
+    format = serializers.CharField()
+    brief = serializers.CharField()
+    metadata = serializers.DictField()
+    target_size = serializers.IntegerField()
+    status = serializers.CharField()
+    position = serializers.IntegerField()
+    revision = serializers.IntegerField()
+    updated_by = username_field("updated_by")
+    updated_at = serializers.DateTimeField()
+
+
+class DocumentSerializer(DocumentListSerializer):
+    content = serializers.CharField()
+
+
+class DocumentCreateSerializer(serializers.Serializer):
+    path = text_field()
+    kind = serializers.ChoiceField(choices=DocumentKind.choices, default=DocumentKind.FILE)
+    format = text_field(required=False, default="", help_text="docx, xlsx, pptx, pdf, md or csv; guessed from the path when blank.")
+    brief = text_field(required=False, default="")
+    metadata = serializers.DictField(required=False, default=dict, help_text="from, to, cc, date, subject, channel, attendees …")
+    target_size = serializers.IntegerField(required=False, default=300, help_text="Target length in words.")
+    content = text_field(required=False, default="")
+
+
+class DocumentUpdateSerializer(RevisionedSerializer):
+    path = text_field(required=False)
+    kind = serializers.ChoiceField(choices=DocumentKind.choices, required=False)
+    format = text_field(required=False)
+    brief = text_field(required=False)
+    metadata = serializers.DictField(required=False)
+    target_size = serializers.IntegerField(required=False)
+    content = text_field(required=False)
+    locked = serializers.BooleanField(required=False, help_text="Lock (true) or unlock (false) the document.")
+
+class DocumentVersionListSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    document = serializers.IntegerField(source="document_id")
+    number = serializers.IntegerField(help_text="1 for the document's first version.")
+    source = serializers.CharField(help_text="How it came about: edited, drafted, uploaded or restored.")
+    note = serializers.CharField(help_text="e.g. the model that drafted it and the redraft instruction.")
+    created_by = username_field("created_by")
+    created_at = serializers.DateTimeField()
+
+
+class DocumentVersionSerializer(DocumentVersionListSerializer):
+    content = serializers.CharField()
+    metadata = serializers.DictField()
+
+
+class RefusedFileSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="Its place among the files sent, from 0.")
+    name = serializers.CharField(help_text="Its name, made harmless.")
+    detail = serializers.CharField(help_text="Why it was refused.")
+
+
+class UploadRefusedSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    files = RefusedFileSerializer(many=True)
+
+
+UPLOAD_REQUEST = inline_serializer("DocumentUploadRequest", fields={
+    "files": serializers.ListField(child=serializers.FileField(), help_text="One or more files (multipart field `files`)."),
+})
+
+
+# --- Documents -------------------------------------------------------------------------
+
+@extend_schema(parameters=[ID_PARAMETER])
+class WorldDocumentListApi(ApiView):
+    list_filters = ()
+
+    @extend_schema(
+        summary="The world's data room, in position order",
+        description="Content is left out of the list: read one document for it.",
+        responses=DocumentListSerializer(many=True),
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        world = selectors.world_get_for_user(user=request.user, pk=pk)
+        documents = selectors.document_list_for_user(user=request.user, world_id=world.pk).select_related("updated_by")
+        return self.paginated(documents, DocumentListSerializer)
+
+    @extend_schema(summary="Add a document to the data room", request=DocumentCreateSerializer, responses={201: DocumentSerializer, **ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        world = selectors.world_get_for_user(user=request.user, pk=pk)
+        data = self.valid_data(DocumentCreateSerializer)
+        document = services.document_create(world=world, user=request.user, **data)
+        return Response(DocumentSerializer(document).data, status=status.HTTP_201_CREATED)
+
+
+@extend_schema(parameters=[ID_PARAMETER])
+class DocumentDetailApi(ApiView):
+    @extend_schema(summary="One document, with its content", responses={200: DocumentSerializer, 404: ERRORS[404]})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(DocumentSerializer(selectors.document_get_for_user(user=request.user, pk=pk)).data)
+
+    @extend_schema(
+        summary="Edit a document",
+        description="Send `revision` and any fields to change; `locked` locks or unlocks it.",
+        request=DocumentUpdateSerializer,
+        responses={200: DocumentSerializer, **EDIT_ERRORS},
+    )
+    def patch(self, request: Request, pk: int) -> Response:
+        document: Document = selectors.document_get_for_user(user=request.user, pk=pk)
+        data = dict(self.valid_data(DocumentUpdateSerializer))
+        base_revision = data.pop("revision")
+        document = services.document_update(document=document, user=request.user, base_revision=base_revision, **data)
+        return Response(DocumentSerializer(document).data)
+
+    @extend_schema(summary="Delete a document (unlocked only)", request=None, responses={204: None, **ERRORS})
+    def delete(self, request: Request, pk: int) -> Response:
+        document = selectors.document_get_for_user(user=request.user, pk=pk)
+        services.document_delete(document=document, user=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+
+
+def _delete_originals(documents: list[Document]) -> None:
+    for document in documents:
+        document.source_file.delete(save=False)
+
+
+# --- Versions --------------------------------------------------------------------------
+
+@extend_schema(parameters=[ID_PARAMETER])
+class DocumentVersionListApi(ApiView):
+    list_filters = ()
+
+    @extend_schema(
+        summary="Every earlier version of a document, newest first",
+        description="Content is left out of the list: read one version for it.",
+        responses=DocumentVersionListSerializer(many=True),
+    )
+    def get(self, request: Request, pk: int) -> Response:
+        document = selectors.document_get_for_user(user=request.user, pk=pk)
+        return self.paginated(document.versions.select_related("created_by").order_by("-number"), DocumentVersionListSerializer)
+
+
+@extend_schema(parameters=[ID_PARAMETER])
+class DocumentVersionDetailApi(ApiView):
+    @extend_schema(summary="One version of a document, with its content", responses={200: DocumentVersionSerializer, 404: ERRORS[404]})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(DocumentVersionSerializer(selectors.document_version_get_for_user(user=request.user, pk=pk)).data)
+
+
+@extend_schema(parameters=[ID_PARAMETER])
+class DocumentVersionRestoreApi(ApiView):
+    @extend_schema(
+        summary="Bring back this version's content and metadata",
+        description="`revision` is the document's current revision. The restore is kept as a new version: nothing in "
+        "between is lost.",
+        request=RevisionedSerializer,
+        responses={200: DocumentSerializer, **EDIT_ERRORS},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        version = selectors.document_version_get_for_user(user=request.user, pk=pk)
+        data = self.valid_data(RevisionedSerializer)
+        document = services.document_version_restore(version=version, user=request.user, base_revision=data["revision"])
+        return Response(DocumentSerializer(document).data)
+
+
+# --- Files -----------------------------------------------------------------------------
+
+@extend_schema(parameters=[ID_PARAMETER])
+class DocumentFileApi(ApiView):
+    content_negotiation_class = FirstRendererNegotiation
+
+    @extend_schema(
+        summary="The document rendered as its real file",
+        description="docx, xlsx, pptx, pdf, md or csv for files; eml for an email, ics for an event, json for a chat "
+        "message. Always an attachment, never shown as a page.",
+        responses={
+            (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY, description="The file, as an attachment."),
+            400: OpenApiResponse(DetailSerializer, description="The content does not follow the format's conventions: the message says where."),
+            404: ERRORS[404],
+        },
+    )
+    def get(self, request: Request, pk: int):
+        from authoring.rendering import render_file  # the office libraries load only when a file is made
+
+        document = selectors.document_get_for_user(user=request.user, pk=pk)
+        # A RenderError is an ApplicationError: the handler answers 400 with its message.
+        rendered = render_file(document.kind, document.format, document.content, document.metadata, path=document.path)
+        return attachment_response(rendered.data, filename=rendered.filename, content_type=rendered.content_type)
+
+
+@extend_schema(parameters=[ID_PARAMETER])
+class DocumentOriginalApi(ApiView):
+    content_negotiation_class = FirstRendererNegotiation
+
+    @extend_schema(
+        summary="The file a document was uploaded from, as it was uploaded",
+        responses={
+            (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY, description="The file, as an attachment."),
+            404: OpenApiResponse(DetailSerializer, description="No such document in your projects, or it was not uploaded."),
+        },
+    )
+    def get(self, request: Request, pk: int):
+        document = selectors.document_get_for_user(user=request.user, pk=pk)
+        if not document.source_file:
+            raise NotFound("This document was not uploaded: it has no original file.")
+        try:
+            with document.source_file.open("rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            raise NotFound("This document's original file is missing from storage.") from None
+        return attachment_response(data, filename=document.source_name or document.name, content_type="application/octet-stream")
+
+
+@extend_schema(parameters=[ID_PARAMETER])
+class WorldUploadApi(ApiView):
+    parser_classes = [parsers.MultiPartParser]
+
+    @extend_schema(
+        summary="Upload existing files into the world's data room",
+        description=f"Multipart, field `files` (at most {MAX_FILES_PER_UPLOAD}). Each file's format is decided from its content "
+        "(docx, xlsx, pptx, pdf, eml, csv, md, txt) and its text extracted for agents; it lands in Uploads/. All or "
+        "nothing: when any file is refused, none is added and the answer says why, per file.",
+        request={"multipart/form-data": UPLOAD_REQUEST},
+        responses={
+            201: DocumentListSerializer(many=True),
+            400: OpenApiResponse(UploadRefusedSerializer, description="Some files were refused; nothing was added."),
+            404: ERRORS[404],
+        },
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        world = selectors.world_get_for_user(user=request.user, pk=pk)
+        files = request.FILES.getlist("files")
+        if not files:
+            raise InvalidRequest("Send one or more files in the multipart field `files`.")
+        if len(files) > MAX_FILES_PER_UPLOAD:
+            raise InvalidRequest(f"Upload at most {MAX_FILES_PER_UPLOAD} files at a time.")
+        created: list[Document] = []
+        refused: list[dict] = []
+        # All or nothing, so that a client resending after a refusal never gets "x (2).pdf"
+        # duplicates of the files that did go in. Storage does not roll back with the
+        # database: the originals stored for the rolled-back documents are deleted here.
+        try:
+            with transaction.atomic():
+                for index, uploaded in enumerate(files):
+                    try:
+                        created.append(document_upload(world=world, user=request.user, uploaded_file=uploaded))
+                    except ApplicationError as error:
+                        refused.append({"index": index, "name": clean_file_name(uploaded.name or ""), "detail": error.message})
+                if refused:
+                    transaction.set_rollback(True)
+        except BaseException:
+            _delete_originals(created)
+            raise
+        if refused:
+            _delete_originals(created)
+            reasons = {item["detail"] for item in refused}
+            detail = reasons.pop() if len(reasons) == 1 and len(refused) == len(files) else (
+                f"{len(refused)} of {len(files)} files were refused, so none was added: fix or leave out those files and send again."
+            )
+            return Response(UploadRefusedSerializer({"detail": detail, "files": refused}).data, status=status.HTTP_400_BAD_REQUEST)
+        return Response(DocumentListSerializer(created, many=True).data, status=status.HTTP_201_CREATED)

@@ -1,0 +1,206 @@
+"""Model endpoints and the model-call log through the API.
+
+Who sees what:
+- endpoints: every signed-in user lists them (to pick one for drafting) and sees name, kind,
+  model, whether it is the scripted sample model, and whether it is enabled. Site admins
+  (staff) also see the configuration: base URL, the *name* of the key variable and whether
+  it is set on this server, limits and prices. The key itself is never read into an answer.
+- only staff create or change endpoints (403 for anyone else; the service checks again).
+- model calls: staff see every call; a project admin sees the calls of the projects they
+  administer (`?project=` narrows to one; another project's id gives an empty list, as on
+  every list); anyone else gets 403, so that "no usage" is never mistaken for "not allowed".
+
+This is the API edge, so it imports accounts (the shared ApiView, memberships) although the
+llm domain code imports only core.
+"""
+
+import os
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from rest_framework import serializers, status
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAuthenticated
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from accounts.apis import ERRORS, ID_PARAMETER, PROJECT_PARAMETER, ApiView, DetailSerializer
+from accounts.models import Role
+from accounts.selectors import project_list_for_user
+from llm.models import CallOutcome, CallPurpose, EndpointKind, ModelEndpoint
+from llm.selectors import model_call_list
+from llm.services import FIELDS, endpoint_save
+
+STAFF_ONLY = "Only a site admin can configure model endpoints."
+KIND_HELP = "openai_compatible (OpenAI, vLLM, SGLang, Ollama, llama.cpp, OpenRouter …), anthropic, or scripted (sample answers, no model)."
+
+
+class StaffWrites(BasePermission):
+    message = STAFF_ONLY
+
+    def has_permission(self, request, view) -> bool:
+        return request.method in SAFE_METHODS or bool(request.user and request.user.is_staff)
+
+
+# --- Serializers -----------------------------------------------------------------------
+
+class EndpointSerializer(serializers.Serializer):
+    """What every signed-in user sees of an endpoint."""
+
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    kind = serializers.CharField(help_text=KIND_HELP)
+    model = serializers.CharField(help_text="The provider's model name.")
+    is_scripted = serializers.BooleanField(help_text="The scripted sample model: canned answers, not a real model.")
+    enabled = serializers.BooleanField()
+
+
+class EndpointAdminSerializer(EndpointSerializer):
+    """What a site admin sees: the configuration, never the key."""
+
+    base_url = serializers.CharField()
+    api_key_env = serializers.CharField(help_text="The NAME of the environment variable holding the key (never the key).")
+    key_set = serializers.BooleanField(help_text="Whether that variable is set on this server.")
+    max_concurrency = serializers.IntegerField()
+    connect_timeout = serializers.FloatField()
+    read_timeout = serializers.FloatField()
+    max_retries = serializers.IntegerField()
+    price_input_per_mtok = serializers.DecimalField(max_digits=10, decimal_places=4)
+    price_output_per_mtok = serializers.DecimalField(max_digits=10, decimal_places=4)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+# Documented as a plain string: `kind` is also a document's field, and one enum per name
+# keeps the schema free of naming collisions.
+@extend_schema_field({"type": "string", "description": KIND_HELP})
+class KindField(serializers.ChoiceField):
+    pass
+
+
+class EndpointWriteSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=100)
+    kind = KindField(choices=EndpointKind.choices)
+    base_url = serializers.CharField(max_length=200, allow_blank=True, default="", help_text="e.g. https://api.openai.com/v1")
+    model = serializers.CharField(max_length=200, allow_blank=True, default="")
+    api_key_env = serializers.CharField(
+        max_length=100, allow_blank=True, default="",
+        help_text="The NAME of the environment variable holding the key, e.g. OPENAI_API_KEY. Never the key itself: it is refused.",
+    )
+    max_concurrency = serializers.IntegerField(min_value=1, max_value=1000, default=4, help_text="Calls in flight at once, across every worker.")
+    connect_timeout = serializers.FloatField(min_value=0.1, max_value=600, default=10.0, help_text="Seconds.")
+    read_timeout = serializers.FloatField(min_value=0.1, max_value=3600, default=120.0, help_text="Seconds.")
+    max_retries = serializers.IntegerField(min_value=0, max_value=10, default=4)
+    price_input_per_mtok = serializers.DecimalField(max_digits=10, decimal_places=4, min_value=0, default=0, help_text="$ per million input tokens.")
+    price_output_per_mtok = serializers.DecimalField(max_digits=10, decimal_places=4, min_value=0, default=0, help_text="$ per million output tokens.")
+    enabled = serializers.BooleanField(default=True)
+
+
+class ModelCallSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    endpoint = serializers.IntegerField(source="endpoint_id", allow_null=True)
+    endpoint_name = serializers.CharField()
+    project = serializers.IntegerField(source="project_id", allow_null=True)
+    purpose = serializers.ChoiceField(choices=CallPurpose.choices)
+    outcome = serializers.ChoiceField(choices=CallOutcome.choices)
+    input_tokens = serializers.IntegerField()
+    output_tokens = serializers.IntegerField()
+    cost = serializers.DecimalField(max_digits=12, decimal_places=6, help_text="In dollars, at the endpoint's prices.")
+    latency_ms = serializers.IntegerField()
+    attempts = serializers.IntegerField()
+    error = serializers.CharField()
+    created_at = serializers.DateTimeField()
+
+
+def _endpoint_data(endpoint: ModelEndpoint, user) -> dict:
+    if not user.is_staff:
+        return EndpointSerializer(endpoint).data
+    # Whether the variable is set is said; its value is never read into the answer.
+    endpoint.key_set = bool(endpoint.api_key_env and os.environ.get(endpoint.api_key_env))
+    return EndpointAdminSerializer(endpoint).data
+
+
+def _endpoint_get(pk: int) -> ModelEndpoint:
+    # Endpoints are not project data: every signed-in user may see that one exists.
+    endpoint = ModelEndpoint.objects.filter(pk=pk).first()
+    if endpoint is None:
+        raise NotFound("No such model endpoint.")
+    return endpoint
+
+
+ENDPOINT_RESPONSE = OpenApiResponse(EndpointAdminSerializer, description="Site admins get the configuration too; others the fields of Endpoint.")
+STAFF_ERRORS = {**ERRORS, 403: OpenApiResponse(DetailSerializer, description=STAFF_ONLY)}
+
+
+# --- Endpoints -------------------------------------------------------------------------
+
+class ModelEndpointListApi(ApiView):
+    permission_classes = [IsAuthenticated, StaffWrites]
+    list_filters = ()
+
+    @extend_schema(
+        summary="The configured model endpoints",
+        description="Everyone: name, kind, model, is_scripted, enabled. Site admins also see the configuration and "
+        "whether the key variable is set. The key itself never appears.",
+        responses=EndpointAdminSerializer(many=True),
+    )
+    def get(self, request: Request) -> Response:
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(ModelEndpoint.objects.order_by("name", "id"), request, view=self)
+        return paginator.get_paginated_response([_endpoint_data(e, request.user) for e in page])
+
+    @extend_schema(summary="Add a model endpoint (site admins)", request=EndpointWriteSerializer, responses={201: EndpointAdminSerializer, **STAFF_ERRORS})
+    def post(self, request: Request) -> Response:
+        data = self.valid_data(EndpointWriteSerializer)
+        endpoint = endpoint_save(user=request.user, data=data)
+        return Response(_endpoint_data(endpoint, request.user), status=status.HTTP_201_CREATED)
+
+
+@extend_schema(parameters=[ID_PARAMETER])
+class ModelEndpointDetailApi(ApiView):
+    permission_classes = [IsAuthenticated, StaffWrites]
+
+    @extend_schema(summary="One model endpoint", responses={200: ENDPOINT_RESPONSE, 404: ERRORS[404]})
+    def get(self, request: Request, pk: int) -> Response:
+        return Response(_endpoint_data(_endpoint_get(pk), request.user))
+
+    @extend_schema(
+        summary="Change a model endpoint (site admins)",
+        description="Send only the fields to change.",
+        request=EndpointWriteSerializer,
+        responses={200: EndpointAdminSerializer, **STAFF_ERRORS},
+    )
+    def patch(self, request: Request, pk: int) -> Response:
+        endpoint = _endpoint_get(pk)
+        serializer = EndpointWriteSerializer(data=request.data, partial=True)
+        serializer.is_valid(raise_exception=True)
+        data = {field: getattr(endpoint, field) for field in FIELDS} | serializer.validated_data
+        endpoint = endpoint_save(user=request.user, data=data, endpoint=endpoint)
+        return Response(_endpoint_data(endpoint, request.user))
+
+
+# --- Model calls -----------------------------------------------------------------------
+
+class ModelCallListApi(ApiView):
+    list_filters = ("project",)
+
+    @extend_schema(
+        summary="The model-call log, newest first",
+        description="Site admins see every call; a project admin sees the calls of the projects they administer "
+        "(`project` narrows to one). Anyone else: 403.",
+        parameters=[PROJECT_PARAMETER],
+        responses={200: ModelCallSerializer(many=True), 403: OpenApiResponse(DetailSerializer, description="Not an admin.")},
+    )
+    def get(self, request: Request) -> Response:
+        project_id = self.int_param("project")
+        if request.user.is_staff:
+            project_ids = None if project_id is None else [project_id]
+        else:
+            administered = project_list_for_user(user=request.user).filter(
+                memberships__user=request.user, memberships__role=Role.ADMIN
+            )
+            project_ids = list(administered.values_list("pk", flat=True))
+            if not project_ids:
+                raise PermissionDenied("Only site admins and project admins see model usage.")
+            if project_id is not None:
+                project_ids = [pk for pk in project_ids if pk == project_id]
+        return self.paginated(model_call_list(project_ids=project_ids), ModelCallSerializer)
