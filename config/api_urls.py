@@ -46,7 +46,7 @@ urlpatterns = [
     # llm
     path("model-endpoints/", llm_apis.ModelEndpointListApi.as_view(), name="api-model-endpoints"),
     path("model-endpoints/<str:pk>/", llm_apis.ModelEndpointDetailApi.as_view(), name="api-model-endpoint"),
-    path("model-calls/", llm_apis.ModelCallListApi.as_view(), name="api-model-calls"),
+    path("model-calls/", authoring_apis.ModelCallListApi.as_view(), name="api-model-calls"),
     # reviews
     path("tasks/<str:pk>/submit/", reviews_apis.EnvTaskSubmitApi.as_view(), name="api-task-submit"),
     path("submissions/", reviews_apis.SubmissionListApi.as_view(), name="api-submissions"),

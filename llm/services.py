@@ -16,6 +16,13 @@ def _require_staff(user) -> None:
 
 
 def _clean(data: dict) -> dict:
+    name = (data.get("name") or "").strip()
+    if not name or len(name) > 100:
+        raise ApplicationError("Give the endpoint a name (100 characters at most).")
+    for field, low, high in (("connect_timeout", 0.1, 600), ("read_timeout", 0.1, 3600), ("max_retries", 0, 20),
+                             ("price_input_per_mtok", 0, 100_000), ("price_output_per_mtok", 0, 100_000)):
+        if field in data and data[field] is not None and not low <= float(data[field]) <= high:
+            raise ApplicationError(f"{field.replace('_', ' ').capitalize()} must be between {low:g} and {high:g}.")
     kind = data.get("kind")
     if kind not in EndpointKind.values:
         raise ApplicationError("Choose the endpoint kind.")
@@ -34,7 +41,7 @@ def _clean(data: dict) -> dict:
         raise ApplicationError("Give the provider's model name.")
     if not 1 <= int(data.get("max_concurrency") or 0) <= 1000:
         raise ApplicationError("Max concurrent calls must be between 1 and 1000.")
-    return {**data, "api_key_env": key_env, "base_url": base_url}
+    return {**data, "name": name, "api_key_env": key_env, "base_url": base_url}
 
 
 @transaction.atomic

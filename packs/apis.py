@@ -10,7 +10,7 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.apis import (
+from core.apis import (
     ERRORS,
     ID_PARAMETER,
     PROJECT_PARAMETER,

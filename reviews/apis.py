@@ -6,8 +6,8 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.apis import ERRORS, ID_PARAMETER, PROJECT_PARAMETER, ApiView, status_parameter, text_field, username_field
 from authoring.selectors import env_task_get_for_user
+from core.apis import ERRORS, ID_PARAMETER, PROJECT_PARAMETER, ApiView, status_parameter, text_field, username_field
 from reviews import selectors, services
 from reviews.models import Decision, SubmissionStatus
 

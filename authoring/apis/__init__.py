@@ -24,6 +24,7 @@ from authoring.apis.drafting import (
     WorldSuggestSkeletonApi,
 )
 from authoring.apis.tasks import CriterionDetailApi, CriterionListApi, EnvTaskDetailApi, EnvTaskListApi, RubricApi
+from authoring.apis.usage import ModelCallListApi
 from authoring.apis.worlds import WorldConsistencyApi, WorldDetailApi, WorldListApi
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "DraftRunDetailApi",
     "EnvTaskDetailApi",
     "EnvTaskListApi",
+    "ModelCallListApi",
     "RubricApi",
     "SkeletonAcceptApi",
     "SkeletonProposalDetailApi",

@@ -5,7 +5,7 @@ from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse
 from rest_framework.negotiation import BaseContentNegotiation
 
-from accounts.apis import ERRORS, DetailSerializer, InvalidRequest
+from core.apis import ERRORS, DetailSerializer, InvalidRequest
 from llm.models import ModelEndpoint
 from llm.selectors import endpoint_get_usable
 

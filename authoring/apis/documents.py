@@ -9,11 +9,11 @@ from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer, InvalidRequest, RevisionedSerializer, text_field, username_field
 from authoring import selectors, services
 from authoring.apis.common import EDIT_ERRORS, FirstRendererNegotiation
 from authoring.models import Document, DocumentKind
 from authoring.services.uploads import clean_file_name, document_upload
+from core.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer, InvalidRequest, RevisionedSerializer, text_field, username_field
 from core.exceptions import ApplicationError
 from core.files import attachment_response
 

@@ -7,13 +7,13 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer, InvalidRequest, id_field, text_field, username_field
 from authoring import selectors
 from authoring.apis.common import usable_endpoint
 from authoring.apis.documents import DocumentListSerializer
 from authoring.models import DraftJob, DraftRun, SkeletonProposal
 from authoring.services import drafting
 from authoring.services.documents import MAX_DOCUMENTS_PER_WORLD
+from core.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer, InvalidRequest, id_field, text_field, username_field
 
 # --- Serializers -----------------------------------------------------------------------
 

@@ -5,7 +5,10 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.apis import (
+from authoring import selectors, services
+from authoring.apis.common import EDIT_ERRORS
+from authoring.models import CriterionTag, DeliverableKind, EnvTask, EnvTaskStatus, GraderKind, RubricVersion
+from core.apis import (
     ERRORS,
     ID_PARAMETER,
     PROJECT_PARAMETER,
@@ -16,9 +19,6 @@ from accounts.apis import (
     text_field,
     username_field,
 )
-from authoring import selectors, services
-from authoring.apis.common import EDIT_ERRORS
-from authoring.models import CriterionTag, DeliverableKind, EnvTask, EnvTaskStatus, GraderKind, RubricVersion
 
 CRITERION_FIELDS = ("text", "points", "tag", "grader_kind", "grader_config", "explanation")
 

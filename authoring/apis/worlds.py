@@ -5,9 +5,9 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.apis import ERRORS, ID_PARAMETER, PROJECT_PARAMETER, ApiView, RevisionedSerializer, id_field, text_field, username_field
 from authoring import selectors, services
 from authoring.apis.common import EDIT_ERRORS
+from core.apis import ERRORS, ID_PARAMETER, PROJECT_PARAMETER, ApiView, RevisionedSerializer, id_field, text_field, username_field
 
 # --- Serializers -----------------------------------------------------------------------
 

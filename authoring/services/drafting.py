@@ -62,6 +62,8 @@ def draft_run_start(
         if not targets:
             raise ApplicationError("Every document already has content (or is being drafted). Use Redraft on a document to rewrite it.")
     else:
+        if not documents:
+            raise ApplicationError("Choose at least one document to draft.")
         ids = {d.pk for d in documents}
         documents = list(Document.objects.filter(pk__in=ids, world=world))  # their state now, not as passed in
         if len(documents) != len(ids):
@@ -201,6 +203,8 @@ def _finish(job: DraftJob, status: str, *, error: str = "") -> None:
 @transaction.atomic
 def skeleton_suggest(*, world: World, user, endpoint: ModelEndpoint) -> SkeletonProposal:
     author_membership(user=user, project_id=world.project_id)
+    if not endpoint.enabled:
+        raise ApplicationError(f"The model endpoint {endpoint.name!r} is disabled.")
     if not world.outline.strip() and not world.facts:
         raise ApplicationError("Write the scenario outline (and ideally the facts sheet) first: the model builds the data room from them.")
     proposal = SkeletonProposal.objects.create(world=world, endpoint=endpoint, endpoint_name=endpoint.name, requested_by=user)
