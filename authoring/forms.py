@@ -2,7 +2,15 @@ from django import forms
 
 from authoring.models import CriterionTag, DeliverableKind, DocumentFormat, DocumentKind
 
-METADATA_FIELDS = ["from", "to", "cc", "date", "subject", "channel", "attendees", "start", "end", "location"]
+# The metadata fields the document editor shows for each kind, in order (a field of
+# another kind shows too when it has a value, so nothing stored is out of sight).
+METADATA_FIELDS = {
+    "file": ["author"],
+    "email": ["from", "to", "cc", "bcc", "date", "subject", "thread", "attachments"],
+    "chat": ["channel", "from", "date", "thread"],
+    "event": ["subject", "start", "end", "location", "attendees"],
+}
+ALL_METADATA_FIELDS = list(dict.fromkeys(key for keys in METADATA_FIELDS.values() for key in keys))
 
 
 class WorldForm(forms.Form):
@@ -28,8 +36,12 @@ class DocumentForm(DocumentSkeletonForm):
     content = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 18}))
     locked = forms.BooleanField(required=False, label="Locked (drafting never touches it)")
 
-    def metadata_from(self, data) -> dict:
-        return {key: data.get(f"meta_{key}", "").strip() for key in METADATA_FIELDS if data.get(f"meta_{key}", "").strip()}
+    def metadata_from(self, data, current: dict) -> dict:
+        """A field on the form sets its value (left empty, removes it); a field the form
+        did not carry keeps the value it had."""
+        kept = {key: value for key, value in current.items() if f"meta_{key}" not in data}
+        edited = {key: data.get(f"meta_{key}", "").strip() for key in ALL_METADATA_FIELDS}
+        return {**kept, **{key: value for key, value in edited.items() if value}}
 
 
 class EnvTaskCreateForm(forms.Form):

@@ -23,12 +23,14 @@ DOCUMENT = "authoring/document_editor.html"
 def drafting_context(world: World) -> dict:
     """What the world editor's drafting panel needs (also used by the editor view)."""
     run = selectors.draft_run_latest(world=world)
+    proposal = selectors.skeleton_proposal_latest(world=world)
     return {
         "endpoints": endpoint_list_usable(),
         "run": run,
         "progress": drafting.draft_run_progress(run=run) if run else None,
         "failed_jobs": run.jobs.filter(status="failed").select_related("document") if run else [],
-        "proposal": selectors.skeleton_proposal_latest(world=world),
+        "proposal": proposal,
+        "proposal_has_open_items": bool(proposal) and any(not i["accepted"] and not i["problem"] for i in proposal.items),
     }
 
 

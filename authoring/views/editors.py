@@ -6,6 +6,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from accounts.selectors import membership_for, membership_get
 from authoring import selectors, services
 from authoring.forms import (
+    ALL_METADATA_FIELDS,
     METADATA_FIELDS,
     CriterionForm,
     DocumentForm,
@@ -212,7 +213,10 @@ def _document_context(request: HttpRequest, document, form=None, **extra) -> dic
         "world": document.world,
         "project": document.world.project,
         "form": form,
-        "metadata_fields": [(key, metadata.get(key, "")) for key in METADATA_FIELDS],
+        "metadata_fields": [
+            (key, metadata.get(key, "")) for key in dict.fromkeys([*METADATA_FIELDS.get(document.kind, []), *ALL_METADATA_FIELDS])
+            if key in METADATA_FIELDS.get(document.kind, []) or metadata.get(key)
+        ],
         "preview": _preview(document, form["content"].value() or "", metadata),
         "endpoints": endpoint_list_usable(),
         "can_author": membership.can_author,
@@ -228,7 +232,7 @@ def document_editor(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "GET":
         return render(request, template, _document_context(request, document))
     form = DocumentForm(request.POST)
-    metadata = form.metadata_from(request.POST)
+    metadata = form.metadata_from(request.POST, document.metadata)
     try:
         if not form.is_valid():
             raise _form_error(form)

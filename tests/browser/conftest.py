@@ -50,16 +50,19 @@ class ConsoleLog:
         return handler
 
 
-@pytest.fixture(autouse=True)
-def _allow_orm_beside_playwright(monkeypatch):
-    # Playwright's sync API runs an event loop in this thread; Django's async-unsafe guard
-    # would refuse the ORM calls the test makes. Set per browser test only, so no other
-    # test (or subprocess) inherits it.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+@pytest.fixture(scope="module", autouse=True)
+def _allow_orm_beside_playwright(django_db_setup) -> Iterator[None]:
+    """Playwright's sync API runs an event loop in this thread, and Django refuses its ORM
+    there. pytest-django creates the test database before, and flushes it after, every
+    function fixture, so allow it for a browser module's whole life (after the database
+    exists), and only then: no other test or subprocess inherits it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        yield
 
 
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
+@pytest.fixture(scope="module")
+def browser(_allow_orm_beside_playwright) -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
         message = f"Chromium not found at {CHROMIUM} (apt-get install chromium; .ci/run does)"
         if os.environ.get("CI"):

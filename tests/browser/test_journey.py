@@ -102,7 +102,7 @@ def test_author_review_pack_journey(page: Page, live_server, celery_worker_proce
     expect(edited_row).to_contain_text("450")
     assert_same_document(page)
 
-    deal_names = page.locator("#document-tree tbody", has_text="📁 Deal").locator("tr[id^=document-] td:first-child")
+    deal_names = page.locator("#document-tree tbody", has_text="Deal/").locator("tr[id^=document-] td:first-child")
     before = deal_names.all_inner_texts()
     assert before[-1] == "Letter of intent.docx", before
     page.get_by_role("button", name="Move Deal/Letter of intent.docx up").click()

@@ -1,0 +1,73 @@
+"""Calendar tools: list by range and attendee, search, read; create and update in the overlay."""
+
+from authoring.models import Document
+from tests.workspace.conftest import CALL, HANNAH, PRIYA, SIGNING, TOM
+from workspace.models import OverlayEntry
+
+
+def event_ids(result):
+    return [e["id"] for e in result["events"]]
+
+
+def test_list_events_by_start(run):
+    result = run.json("list_events")
+    assert result["total"] == 2 and event_ids(result) == [CALL, SIGNING]
+    assert result["events"][0] == {
+        "id": CALL, "subject": "Weekly diligence call", "start": "2026-03-04T15:00:00+00:00", "end": "2026-03-04T16:00:00+00:00",
+        "location": "Video call", "attendees": [PRIYA, HANNAH], "description": "1. Open questions 2. Consents",
+    }
+
+
+def test_list_events_filters_by_date_range_and_attendee(run):
+    assert event_ids(run.json("list_events", {"start": "2026-03-05"})) == [SIGNING]
+    assert event_ids(run.json("list_events", {"end": "2026-03-04"})) == [CALL]  # a bare end date includes that day
+    assert event_ids(run.json("list_events", {"start": "2026-03-04T15:30:00+00:00", "end": "2026-03-10"})) == [CALL]  # overlaps
+    assert event_ids(run.json("list_events", {"start": "2026-03-05", "end": "2026-03-14"})) == []
+    assert event_ids(run.json("list_events", {"attendee": "tom@"})) == [SIGNING]
+    assert event_ids(run.json("list_events", {"attendee": "priya"})) == [CALL, SIGNING]
+    assert event_ids(run.json("list_events", {"attendee": "hannah", "start": "2026-03-05"})) == []
+    assert "is not a date" in run("list_events", {"start": "soon"}, error=True)
+
+
+def test_search_and_read_events(run):
+    assert event_ids(run.json("search_events", {"query": "diligence"})) == [CALL]
+    assert event_ids(run.json("search_events", {"query": "london"})) == [SIGNING]
+    assert event_ids(run.json("search_events", {"query": "consents"})) == [CALL]  # description
+    assert run.json("read_event", {"id": CALL})["description"] == "1. Open questions\n2. Consents"
+    assert run("read_event", {"id": "Calendar/nope"}, error=True).startswith("No event with id 'Calendar/nope'.")
+
+
+def test_create_event(run, ws, data_room):
+    created = run.json("create_event", {"subject": "SPA mark-up review", "start": "2026-03-06T09:00:00+00:00",
+                                        "end": "2026-03-06T10:00:00+00:00", "attendees": [PRIYA, "ben@harlowfinch.com"],
+                                        "location": "Room 4", "description": "Go through the mark-up."})["created"]
+    assert created["id"] == "Calendar/2026-03-06T09-00-00Z spa-mark-up-review"
+    entry = OverlayEntry.objects.get(overlay=ws.overlay, path=created["id"])
+    assert entry.metadata == {"subject": "SPA mark-up review", "start": "2026-03-06T09:00:00+00:00", "end": "2026-03-06T10:00:00+00:00",
+                              "location": "Room 4", "attendees": f"{PRIYA}, ben@harlowfinch.com"}
+    assert entry.content == "Go through the mark-up."
+    assert event_ids(run.json("list_events")) == [CALL, created["id"], SIGNING]
+    assert not Document.objects.filter(world=data_room, path=created["id"]).exists()
+
+
+def test_create_event_rejects_bad_times(run, ws):
+    text = run("create_event", {"subject": "x", "start": "2026-03-06T09:00:00", "end": "2026-03-06T10:00:00"}, error=True)
+    assert "has no UTC offset" in text
+    text = run("create_event", {"subject": "x", "start": "2026-03-06T10:00:00+00:00", "end": "2026-03-06T09:00:00+00:00"}, error=True)
+    assert "is before 'start'" in text
+    assert "not a date and time" in run("create_event", {"subject": "x", "start": "next tuesday", "end": "2026-03-06T09:00:00+00:00"}, error=True)
+    assert not OverlayEntry.objects.filter(overlay=ws.overlay).exists()
+
+
+def test_update_event_shadows_the_world_event(run, ws, data_room):
+    before = Document.objects.get(world=data_room, path=SIGNING)
+    updated = run.json("update_event", {"id": SIGNING, "location": "Video call", "attendees": [TOM]})["updated"]
+    assert updated["location"] == "Video call" and updated["attendees"] == [TOM]
+    assert updated["subject"] == "Signing" and updated["start"] == "2026-03-15T10:00:00+00:00" and updated["description"] == "Sign the SPA."
+    entry = OverlayEntry.objects.get(overlay=ws.overlay, path=SIGNING)
+    assert entry.action == "upsert" and entry.metadata["location"] == "Video call"
+    after = Document.objects.get(world=data_room, path=SIGNING)
+    assert (after.metadata, after.content, after.revision) == (before.metadata, before.content, before.revision)
+    assert run.json("read_event", {"id": SIGNING})["location"] == "Video call"
+    assert run("update_event", {"id": SIGNING}, error=True).startswith("Nothing to change")
+    assert "before 'start'" in run("update_event", {"id": SIGNING, "end": "2026-03-15T09:00:00+00:00"}, error=True)

@@ -1,0 +1,76 @@
+"""Reads with access rules for overlays, and an overlay's changes as a diff against its world."""
+
+import difflib
+from dataclasses import dataclass
+
+from django.shortcuts import get_object_or_404
+
+from accounts.selectors import project_list_for_user
+from authoring.models import Document, DocumentKind
+from workspace.models import Overlay, OverlayAction, OverlayEntry
+
+HEADER_ORDER = ("subject", "from", "to", "cc", "bcc", "date", "channel", "start", "end", "location", "attendees", "thread", "attachments")
+
+
+@dataclass(frozen=True)
+class Change:
+    path: str
+    kind: str
+    format: str
+    action: str  # added | modified | deleted
+    before: str  # the world's item as text ("" when added)
+    after: str  # the overlay's item as text ("" when deleted)
+    diff: str  # unified diff of before → after
+
+
+def overlay_list_for_user(*, user, world_id: int | None = None):
+    qs = Overlay.objects.filter(world__project__in=project_list_for_user(user=user)).select_related("world", "world__project")
+    return qs.filter(world_id=world_id) if world_id is not None else qs
+
+
+def overlay_get_for_user(*, user, pk: int) -> Overlay:
+    """The overlay, if the user is a member of its world's project; otherwise a 404."""
+    return get_object_or_404(overlay_list_for_user(user=user), pk=pk)
+
+
+def item_text(*, kind: str, content: str, metadata: dict) -> str:
+    """A data-room item as comparable text: a file's content; for an email, chat message
+    or event its headers (one per line, in a fixed order) then its body."""
+    if kind == DocumentKind.FILE:
+        return content or ""
+    keys = [k for k in HEADER_ORDER if metadata.get(k)] + sorted(k for k in metadata if k not in HEADER_ORDER and metadata[k])
+    headers = "\n".join(f"{key.capitalize()}: {metadata[key]}" for key in keys)
+    return f"{headers}\n\n{content or ''}"
+
+
+def _diff(path: str, before: str, after: str) -> str:
+    lines = difflib.unified_diff(before.splitlines(), after.splitlines(), f"world/{path}", f"overlay/{path}", lineterm="", n=3)
+    return "\n".join(lines)
+
+
+def overlay_diff(*, overlay: Overlay) -> list[Change]:
+    """The overlay's final state against its world, one Change per path that differs, in
+    the order the changes were first made. Two queries whatever the sizes."""
+    entries = list(OverlayEntry.objects.filter(overlay_id=overlay.pk).order_by("id"))
+    originals = {
+        d.path: d
+        for d in Document.objects.filter(world_id=overlay.world_id, path__in=[e.path for e in entries]).only(
+            "path", "kind", "format", "content", "metadata"
+        )
+    }
+    changes: list[Change] = []
+    for entry in entries:
+        original = originals.get(entry.path)
+        before = item_text(kind=original.kind, content=original.content, metadata=original.metadata) if original else ""
+        if entry.action == OverlayAction.DELETE:
+            if original is None:
+                continue
+            action, after = "deleted", ""
+        else:
+            after = item_text(kind=entry.kind, content=entry.content, metadata=entry.metadata)
+            if original is not None and before == after and (original.kind, original.format) == (entry.kind, entry.format):
+                continue
+            action = "modified" if original is not None else "added"
+        changes.append(Change(path=entry.path, kind=entry.kind, format=entry.format, action=action, before=before, after=after,
+                              diff=_diff(entry.path, before, after)))
+    return changes

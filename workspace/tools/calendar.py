@@ -1,0 +1,139 @@
+"""Calendar: list and search events by date range and attendee; read, create, update.
+An event's id is its data-room path."""
+
+import re
+
+from authoring.models import DocumentKind
+
+from .base import ADDRESSES_ARG, LIMIT_ARG, OFFSET_ARG, ToolError, clip, fit, require_writable, snippet, text_arg, to_json, tool
+from .common import DATE_HELP, check_when, date_bound, new_path, save
+from .files import not_found
+from .paths import check_path
+from .world import Event, Workspace
+
+MAX_DESCRIPTION = 8_000
+STORED_FIELD = re.compile(r"metadata '(\w+)'")
+ID_ARG = text_arg("The event's id, as list_events or search_events shows it.", min_length=1)
+WHEN_ARG = "ISO 8601 date and time with its UTC offset, e.g. 2026-03-04T15:00:00+00:00."
+FIELDS = {
+    "subject": text_arg("The event's title.", min_length=1),
+    "start": text_arg(f"When it starts: {WHEN_ARG}", min_length=10, max_length=40),
+    "end": text_arg(f"When it ends: {WHEN_ARG}", min_length=10, max_length=40),
+    "attendees": ADDRESSES_ARG,
+    "location": text_arg("Where, e.g. a room or 'Video call'."),
+    "description": text_arg("The agenda or description (Markdown).", max_length=MAX_DESCRIPTION),
+}
+
+
+def get_event(ws: Workspace, id: object) -> Event:
+    id = check_path(id, what="id")
+    event = ws.event(id)
+    if event is None:
+        raise not_found(ws, id, DocumentKind.EVENT, "No event with id", "Use list_events or search_events to find events.")
+    return event
+
+
+def summary(e: Event, *, full: bool = False) -> dict:
+    return {"id": e.id, "subject": e.subject, "start": e.start_text, "end": e.end_text, "location": e.location,
+            "attendees": e.attendees, "description": clip(e.description, 10_000) if full else snippet(e.description, width=200)}
+
+
+def _page(events: list[Event], limit: int, offset: int) -> str:
+    page = events[offset : offset + limit]
+    result = {"total": len(events), "offset": offset, "events": [summary(e) for e in page]}
+    shown = len(page) - fit(result, "events")
+    if offset + shown < len(events):
+        result["next_offset"] = offset + shown
+    return to_json(result)
+
+
+@tool(
+    "list_events",
+    "List calendar events by start time, optionally only those overlapping a date range and/or with a given attendee. "
+    "Descriptions are shortened; read_event shows one in full.",
+    {
+        "start": text_arg(f"Only events ending on or after this. {DATE_HELP}", max_length=40),
+        "end": text_arg(f"Only events starting on or before this (a bare date includes that day). {DATE_HELP}", max_length=40),
+        "attendee": text_arg("Part of an attendee's name or address."),
+        "limit": LIMIT_ARG,
+        "offset": OFFSET_ARG,
+    },
+)
+def list_events(ws: Workspace, start: str = "", end: str = "", attendee: str = "", limit: int = 20, offset: int = 0) -> str:
+    since = date_bound(start, "start", end=False) if start.strip() else None
+    until = date_bound(end, "end", end=True) if end.strip() else None
+    who = attendee.strip().lower()
+    found = [
+        e for e in ws.events()
+        if (since is None or ((e.end or e.start) is not None and (e.end or e.start) >= since))
+        and (until is None or (e.start is not None and e.start <= until))
+        and (not who or any(who in a.lower() for a in e.attendees))
+    ]
+    return _page(found, limit, offset)
+
+
+@tool(
+    "search_events",
+    "Search calendar events by words in their title, location, description or attendees (case-insensitive; every word must appear).",
+    {"query": text_arg("Words to look for.", min_length=1, max_length=200), "limit": LIMIT_ARG, "offset": OFFSET_ARG},
+    required=("query",),
+)
+def search_events(ws: Workspace, query: str, limit: int = 20, offset: int = 0) -> str:
+    words = query.lower().split()
+    if not words:
+        raise ToolError("The query is blank; give one or more words to look for.")
+    found = [e for e in ws.events()
+             if all(w in f"{e.subject}\n{e.location}\n{e.description}\n{', '.join(e.attendees)}".lower() for w in words)]
+    return _page(found, limit, offset)
+
+
+@tool("read_event", "Read one calendar event in full.", {"id": ID_ARG}, required=("id",))
+def read_event(ws: Workspace, id: str) -> str:
+    return to_json(summary(get_event(ws, id), full=True))
+
+
+def _save_event(ws: Workspace, path: str, fields: dict, base: dict) -> dict:
+    metadata = dict(base)
+    for key in ("subject", "start", "end", "location"):
+        if key in fields:
+            metadata[key] = " ".join(fields[key].split())
+    if "attendees" in fields:
+        metadata["attendees"] = ", ".join(a.strip() for a in fields["attendees"] if a.strip())
+    content = fields.get("description", ws.get(path).content if ws.get(path) else "")
+    save(ws, path=path, kind=DocumentKind.EVENT, content=content, metadata=metadata)
+    return summary(ws.event(path), full=True)
+
+
+@tool(
+    "create_event",
+    "Create a calendar event (kept in your workspace).",
+    {key: FIELDS[key] for key in ("subject", "start", "end", "attendees", "location", "description")},
+    required=("subject", "start", "end"),
+    writes=True,
+)
+def create_event(ws: Workspace, **fields) -> str:
+    require_writable(ws)
+    start = check_when(fields["start"], "start")
+    path = new_path(ws, "Calendar", start, fields["subject"])
+    return to_json({"created": _save_event(ws, path, fields, {})})
+
+
+@tool(
+    "update_event",
+    "Change a calendar event: give its id and only the fields to change (attendees, if given, replaces the whole list).",
+    {"id": ID_ARG, **FIELDS},
+    required=("id",),
+    writes=True,
+)
+def update_event(ws: Workspace, id: str, **fields) -> str:
+    require_writable(ws)
+    event = get_event(ws, id)
+    if not fields:
+        raise ToolError("Nothing to change: give at least one of subject, start, end, attendees, location, description.")
+    try:
+        return to_json({"updated": _save_event(ws, event.id, fields, ws.get(event.id).metadata)})
+    except ToolError as exc:
+        stored = STORED_FIELD.search(exc.message)
+        if stored and stored.group(1) not in fields:
+            raise ToolError(f"{exc.message} (This value is the event's own; pass {stored.group(1)} to replace it.)") from None
+        raise

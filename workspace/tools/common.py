@@ -1,0 +1,74 @@
+"""What mail, chat and calendar share: date arguments, the clock, server-chosen paths,
+the actor as sender, and validation with the same parser the exports use."""
+
+import datetime as dt
+
+from django.utils import timezone
+from django.utils.text import slugify
+
+from authoring.rendering import parse_content
+from authoring.rendering.base import RenderError
+from authoring.rendering.headers import format_address
+from workspace.services import overlay_entry_upsert
+
+from .base import ToolError, require_writable
+from .world import Workspace, parse_date
+
+STEP = dt.timedelta(minutes=1)
+DATE_HELP = "An ISO 8601 date (2026-03-01) or date and time with offset (2026-03-01T09:00:00+00:00)."
+
+
+def date_bound(value: str, field: str, *, end: bool) -> dt.datetime:
+    """A date-range argument; a bare date as an upper bound includes that whole day."""
+    when = parse_date(value)
+    if when is None:
+        raise ToolError(f"{field} {value!r} is not a date. {DATE_HELP}")
+    if end and len(value.strip()) == 10:
+        when += dt.timedelta(days=1) - dt.timedelta(microseconds=1)
+    return when
+
+
+def stamp(after: dt.datetime | None = None) -> dt.datetime:
+    """Now, to the second, in UTC. A reply is never dated before what it answers: a world
+    set in the future would otherwise get replies older than their thread."""
+    now = timezone.now().astimezone(dt.UTC).replace(microsecond=0)
+    if after is not None and now <= after:
+        return (after + STEP).astimezone(dt.UTC).replace(microsecond=0)
+    return now
+
+
+def iso(when: dt.datetime) -> str:
+    return when.isoformat()
+
+
+def check_when(value: str, field: str) -> dt.datetime:
+    when = parse_date(value)
+    if when is None:
+        raise ToolError(f"{field} {value!r} is not a date and time; write ISO 8601, e.g. 2026-03-04T15:00:00+00:00.")
+    return when
+
+
+def actor(ws: Workspace) -> str:
+    overlay = require_writable(ws)
+    return format_address({"name": overlay.actor_name, "email": overlay.actor_email})
+
+
+def new_path(ws: Workspace, folder: str, when: dt.datetime, title: str) -> str:
+    """A fresh path such as 'Mail/Sent/2026-01-05T09-00-00Z quarterly-update', never one
+    the world or the overlay holds (a path the overlay deleted included)."""
+    base = f"{folder}/{when.astimezone(dt.UTC):%Y-%m-%dT%H-%M-%SZ} {slugify(title)[:80] or 'untitled'}"
+    path, n = base, 2
+    while ws.get(path) is not None or ws.world_item(path) is not None:
+        path, n = f"{base} {n}", n + 1
+    return path
+
+
+def save(ws: Workspace, *, path: str, kind: str, content: str, metadata: dict) -> None:
+    """Validate as the exporters will read it, then write to the overlay only."""
+    overlay = require_writable(ws)
+    metadata = {k: v for k, v in metadata.items() if v not in ("", None, [])}
+    try:
+        parse_content(kind, "", content, metadata)
+    except RenderError as exc:
+        raise ToolError(exc.message) from None
+    ws.record(overlay_entry_upsert(overlay=overlay, path=path, kind=kind, format="", content=content, metadata=metadata))

@@ -1,0 +1,312 @@
+"""The Workspace: one world's data room merged with an overlay, read as Drive, Mail, Chat
+and Calendar. The tools, the MCP server and the replica UI all read through it.
+
+Loading is lazy and costs two queries whatever the size of the world: one for the
+world's documents and one for the overlay's entries. Writes go through the overlay
+services and are applied to the loaded state, so a later read needs no query.
+"""
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from authoring.models import Document, DocumentKind, World
+from workspace.models import Overlay, OverlayAction, OverlayEntry
+
+SEPARATOR = re.compile(r'[,;](?=(?:[^"]*"[^"]*")*[^"]*$)')  # outside double quotes
+FAR_FUTURE = dt.datetime.max.replace(tzinfo=dt.UTC)
+
+
+def parse_date(value: object) -> dt.datetime | None:
+    """A metadata date as an aware datetime (a date without offset is taken as UTC);
+    None when it is missing or unreadable: world content is read leniently."""
+    text = str(value or "").strip()
+    if not text:
+        return None
+    try:
+        when = dt.datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        return None
+    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+
+
+def _text(metadata: dict, key: str) -> str:
+    value = metadata.get(key)
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return " ".join(str(value or "").split())
+
+
+def _list(value: object) -> list[str]:
+    """A comma-separated metadata field (';' is read as a comma too) as a list."""
+    items = value if isinstance(value, list) else SEPARATOR.split(str(value or ""))
+    return [" ".join(str(v).split()) for v in items if str(v).strip()]
+
+
+@dataclass(frozen=True)
+class Item:
+    """One item of the merged data room. `change` is "" for the world's own item,
+    "added" or "modified" for an overlay upsert."""
+
+    path: str
+    kind: str
+    format: str
+    content: str
+    metadata: dict = field(default_factory=dict)
+    change: str = ""
+
+    @property
+    def folder(self) -> str:
+        return self.path.rpartition("/")[0]
+
+    @property
+    def name(self) -> str:
+        return self.path.rpartition("/")[2]
+
+
+@dataclass(frozen=True)
+class Email:
+    id: str
+    sender: str
+    to: str
+    cc: str
+    bcc: str
+    subject: str
+    date: dt.datetime | None
+    date_text: str
+    body: str
+    thread: str  # the id of the thread's first email (its own id for a first email)
+    attachments: list[str]
+    folder: str
+    change: str
+
+
+@dataclass(frozen=True)
+class ChatMessage:
+    id: str
+    channel: str
+    sender: str
+    date: dt.datetime | None
+    date_text: str
+    text: str
+    thread: str  # the id of the thread's first message (its own id for a first message)
+    change: str
+
+
+@dataclass(frozen=True)
+class Event:
+    id: str
+    subject: str
+    start: dt.datetime | None
+    end: dt.datetime | None
+    start_text: str
+    end_text: str
+    location: str
+    attendees: list[str]
+    description: str
+    change: str
+
+
+def _roots(parents: dict[str, str]) -> dict[str, str]:
+    """id → its thread's first id, following 'thread' links within one kind of item. A link
+    to an item that is not there (deleted, or of another kind) ends the walk at the link's
+    target, so replies to a missing first message still share one thread; a loop is one
+    thread named by its smallest id."""
+    roots: dict[str, str] = {}
+    for start in parents:
+        chain = [start]
+        current = start
+        while parents.get(current) and parents[current] != current:
+            parent = parents[current]
+            if parent in chain:
+                current = min(chain[chain.index(parent):])
+                break
+            chain.append(parent)
+            current = parent
+            if current not in parents:
+                break
+        roots[start] = current
+    return roots
+
+
+def channel_key(channel: str) -> str:
+    return " ".join(channel.split()).lstrip("#").lower()
+
+
+class Workspace:
+    """The world's documents merged with the overlay's entries: an upsert shadows or adds,
+    a delete hides. With no overlay the workspace is read-only."""
+
+    def __init__(self, world: World, overlay: Overlay | None = None) -> None:
+        if overlay is not None and overlay.world_id != world.pk:
+            raise ValueError("The overlay belongs to another world.")
+        self.world = world
+        self.overlay = overlay
+
+    @property
+    def writable(self) -> bool:
+        return self.overlay is not None
+
+    # --- loading -------------------------------------------------------------------------------
+
+    @cached_property
+    def _state(self) -> tuple[dict[str, Item], set[str], dict[str, Item]]:
+        """(path → item, the paths the overlay deleted, path → the world's original item)."""
+        world_items: dict[str, Item] = {}
+        rows = Document.objects.filter(world_id=self.world.pk).order_by("position", "id")
+        for path, kind, fmt, content, metadata in rows.values_list("path", "kind", "format", "content", "metadata"):
+            world_items[path] = Item(path, kind, fmt, content, metadata if isinstance(metadata, dict) else {})
+        items = dict(world_items)
+        deleted: set[str] = set()
+        if self.overlay is not None:
+            entries = OverlayEntry.objects.filter(overlay_id=self.overlay.pk).order_by("id")
+            for row in entries.values_list("path", "kind", "format", "action", "content", "metadata"):
+                self._apply(items, deleted, world_items, *row)
+        return items, deleted, world_items
+
+    @staticmethod
+    def _apply(items, deleted, world_items, path, kind, fmt, action, content, metadata) -> None:
+        if action == OverlayAction.DELETE:
+            items.pop(path, None)
+            if path in world_items:
+                deleted.add(path)
+            return
+        deleted.discard(path)
+        items[path] = Item(path, kind, fmt, content, metadata if isinstance(metadata, dict) else {},
+                           change="modified" if path in world_items else "added")
+
+    def record(self, entry: OverlayEntry) -> None:
+        """Apply an overlay entry just written, so reads see it without reloading."""
+        items, deleted, world_items = self._state
+        self._apply(items, deleted, world_items, entry.path, entry.kind, entry.format, entry.action, entry.content, entry.metadata)
+        self.__dict__.pop("_views", None)
+
+    def forget(self, path: str) -> None:
+        """The overlay dropped its entry for `path`: the world's item (if any) shows again."""
+        items, deleted, world_items = self._state
+        deleted.discard(path)
+        items.pop(path, None)
+        if path in world_items:
+            items[path] = world_items[path]
+        self.__dict__.pop("_views", None)
+
+    # --- items ---------------------------------------------------------------------------------
+
+    def items(self) -> list[Item]:
+        return list(self._state[0].values())
+
+    def get(self, path: str, kind: str | None = None) -> Item | None:
+        item = self._state[0].get(path)
+        return item if item is not None and (kind is None or item.kind == kind) else None
+
+    def world_item(self, path: str) -> Item | None:
+        return self._state[2].get(path)
+
+    @property
+    def deleted_paths(self) -> list[str]:
+        return sorted(self._state[1])
+
+    def paths(self, kind: str | None = None) -> list[str]:
+        return [i.path for i in self._state[0].values() if kind is None or i.kind == kind]
+
+    # --- files ---------------------------------------------------------------------------------
+
+    def files(self, folder: str = "", *, recursive: bool = True) -> list[Item]:
+        prefix = f"{folder}/" if folder else ""
+        found = [i for i in self._state[0].values() if i.kind == DocumentKind.FILE and i.path.startswith(prefix)]
+        if not recursive:
+            found = [i for i in found if i.folder == folder]
+        return sorted(found, key=lambda i: i.path.lower())
+
+    def folders(self) -> list[str]:
+        """Every folder holding a file, parents included, sorted."""
+        found: set[str] = set()
+        for item in self._state[0].values():
+            if item.kind == DocumentKind.FILE:
+                parts = item.path.split("/")[:-1]
+                found.update("/".join(parts[: n + 1]) for n in range(len(parts)))
+        return sorted(found, key=str.lower)
+
+    # --- mail, chat, calendar ----------------------------------------------------------------
+
+    @cached_property
+    def _views(self) -> dict:
+        return {}
+
+    def _threaded(self, kind: str) -> tuple[list[Item], dict[str, str]]:
+        items = [i for i in self._state[0].values() if i.kind == kind]
+        roots = _roots({i.path: _text(i.metadata, "thread") for i in items})
+        return items, roots
+
+    def emails(self) -> list[Email]:
+        """Every email, oldest first."""
+        if "emails" not in self._views:
+            items, roots = self._threaded(DocumentKind.EMAIL)
+            emails = [
+                Email(id=i.path, sender=_text(i.metadata, "from"), to=_text(i.metadata, "to"), cc=_text(i.metadata, "cc"),
+                      bcc=_text(i.metadata, "bcc"), subject=_text(i.metadata, "subject"), date=parse_date(i.metadata.get("date")),
+                      date_text=_text(i.metadata, "date"), body=i.content, thread=roots[i.path],
+                      attachments=_list(i.metadata.get("attachments")), folder=i.folder, change=i.change)
+                for i in items
+            ]
+            self._views["emails"] = sorted(emails, key=lambda e: (e.date or FAR_FUTURE, e.id))
+        return self._views["emails"]
+
+    def email(self, id: str) -> Email | None:
+        return next((e for e in self.emails() if e.id == id), None)
+
+    def email_thread(self, id: str) -> list[Email]:
+        """The whole thread `id` belongs to, oldest first ([] when there is no such email)."""
+        email = self.email(id)
+        return [e for e in self.emails() if e.thread == email.thread] if email else []
+
+    def chat_messages(self, channel: str | None = None) -> list[ChatMessage]:
+        """Chat messages, oldest first, of one channel (matched without '#' and case) or all."""
+        if "chat" not in self._views:
+            items, roots = self._threaded(DocumentKind.CHAT)
+            messages = [
+                ChatMessage(id=i.path, channel=_text(i.metadata, "channel"), sender=_text(i.metadata, "from") or _text(i.metadata, "author"),
+                            date=parse_date(i.metadata.get("date")), date_text=_text(i.metadata, "date"), text=i.content,
+                            thread=roots[i.path], change=i.change)
+                for i in items
+            ]
+            self._views["chat"] = sorted(messages, key=lambda m: (m.date or FAR_FUTURE, m.id))
+        messages = self._views["chat"]
+        if channel is None:
+            return messages
+        key = channel_key(channel)
+        return [m for m in messages if channel_key(m.channel) == key]
+
+    def chat_message(self, id: str) -> ChatMessage | None:
+        return next((m for m in self.chat_messages() if m.id == id), None)
+
+    def chat_thread(self, id: str) -> list[ChatMessage]:
+        message = self.chat_message(id)
+        return [m for m in self.chat_messages() if m.thread == message.thread] if message else []
+
+    def channels(self) -> list[dict]:
+        """[{channel, messages, threads, last_message_at}] by channel name."""
+        found: dict[str, dict] = {}
+        for m in self.chat_messages():
+            entry = found.setdefault(channel_key(m.channel), {"channel": m.channel, "messages": 0, "threads": set(), "last_message_at": ""})
+            entry["messages"] += 1
+            entry["threads"].add(m.thread)
+            entry["last_message_at"] = m.date_text or entry["last_message_at"]
+        return [{**e, "threads": len(e["threads"])} for _, e in sorted(found.items())]
+
+    def events(self) -> list[Event]:
+        """Every calendar event, by start time."""
+        if "events" not in self._views:
+            events = [
+                Event(id=i.path, subject=_text(i.metadata, "subject"), start=parse_date(i.metadata.get("start")),
+                      end=parse_date(i.metadata.get("end")), start_text=_text(i.metadata, "start"), end_text=_text(i.metadata, "end"),
+                      location=_text(i.metadata, "location"), attendees=_list(i.metadata.get("attendees")),
+                      description=i.content, change=i.change)
+                for i in self._state[0].values() if i.kind == DocumentKind.EVENT
+            ]
+            self._views["events"] = sorted(events, key=lambda e: (e.start or FAR_FUTURE, e.id))
+        return self._views["events"]
+
+    def event(self, id: str) -> Event | None:
+        return next((e for e in self.events() if e.id == id), None)
