@@ -30,3 +30,20 @@ def test_seed_demo_is_idempotent_and_its_printed_logins_work(db, settings, tmp_p
     assert endpoint.is_scripted and "scripted" in str(endpoint)
     project = Project.objects.get(slug="corporate-law-ma")
     assert project.name == "Corporate law — M&A" and project.env_tasks.get().rubric_versions.get().criteria.count() >= 3
+
+
+def test_every_demo_document_renders_as_its_real_file(db, settings, tmp_path):
+    import io
+
+    import openpyxl
+
+    from authoring.rendering import render_file
+
+    settings.VAR_DIR = tmp_path
+    call_command("seed_demo", stdout=StringIO())
+    for document in Document.objects.all():
+        rendered = render_file(document.kind, document.format, document.content, document.metadata, path=document.path)
+        assert rendered.data, document.path
+        if document.format == "xlsx":
+            sheet = openpyxl.load_workbook(io.BytesIO(rendered.data), data_only=True)["Cap table"]
+            assert sheet["C8"].value == 10_000_000 and sheet["D8"].value == 1

@@ -127,16 +127,19 @@ SCHEDULE 4 — CHANGE OF CONTROL CONTRACTS
         "brief": "Beta's fully diluted capitalisation table as at 31 January 2026, with the EMI option pool.",
         "target_size": 200,
         "content": """\
-Holder,Class,Shares,Fully diluted %
-Dana Okafor,Ordinary,3200000,32.0
-Lee Brandt,Ordinary,2400000,24.0
-Northstar Ventures II LP,Series A Preferred,2500000,25.0
-Gorse Capital Fund I,Series A Preferred,1100000,11.0
-EMI option pool (granted),Options,650000,6.5
-EMI option pool (unallocated),Options,150000,1.5
-Total,,10000000,100.0
-
-Note: under rule 9.1 of the EMI plan all granted options vest in full on a Sale (single trigger).
+## Sheet: Cap table
+|   | A | B | C | D |
+|---|---|---|---|---|
+| 1 | Holder | Class | Shares | Fully diluted % |
+| 2 | Dana Okafor | Ordinary | 3200000 | =C2/C$8 |
+| 3 | Lee Brandt | Ordinary | 2400000 | =C3/C$8 |
+| 4 | Northstar Ventures II LP | Series A Preferred | 2500000 | =C4/C$8 |
+| 5 | Gorse Capital Fund I | Series A Preferred | 1100000 | =C5/C$8 |
+| 6 | EMI option pool (granted) | Options | 650000 | =C6/C$8 |
+| 7 | EMI option pool (unallocated) | Options | 150000 | =C7/C$8 |
+| 8 | Total |  | =SUM(C2:C7) | =SUM(D2:D7) |
+| 10 | Note: under rule 9.1 of the EMI plan all granted options vest in full on a Sale (single trigger). |  |  |  |
+Formats: C2:C8 #,##0; D2:D8 0.0%
 """,
     },
     {
@@ -192,8 +195,8 @@ Hannah
         "brief": "An associate flags the lease consent point in the deal team's channel.",
         "target_size": 60,
         "metadata": {
-            "channel": "#project-lighthouse",
-            "author": "Ben Osei (associate, Harlow & Finch)",
+            "channel": "project-lighthouse",
+            "from": "Ben Osei <b.osei@harlowfinch.com>",
             "date": "2026-03-02T11:05:00+00:00",
         },
         "content": (
@@ -211,7 +214,10 @@ Hannah
             "start": "2026-03-04T15:00:00+00:00",
             "end": "2026-03-04T16:00:00+00:00",
             "location": "Video call",
-            "attendees": "Priya Raman; Ben Osei; Tom Achterberg; Hannah Cole",
+            "attendees": (
+                "Priya Raman <p.raman@harlowfinch.com>, Ben Osei <b.osei@harlowfinch.com>, "
+                "Tom Achterberg <t.achterberg@gorsecapital.com>, Hannah Cole <hannah.cole@betarobotics.co.uk>"
+            ),
         },
         "content": "Agenda: 1. Open diligence questions (Q12–Q20). 2. Third-party consents and timing. 3. SPA mark-up date.",
     },
