@@ -1,4 +1,5 @@
 from celery import shared_task
+from celery.signals import worker_ready
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, time_limit=15 * 60, soft_time_limit=14 * 60)
@@ -13,3 +14,10 @@ def suggest_skeleton(proposal_id: int) -> None:
     from authoring.services.drafting import skeleton_proposal_execute
 
     skeleton_proposal_execute(proposal_id=proposal_id)
+
+
+@worker_ready.connect
+def recover_drafting(**kwargs) -> None:
+    from authoring.services.drafting import draft_jobs_recover
+
+    draft_jobs_recover()

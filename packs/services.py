@@ -1,6 +1,7 @@
 import hashlib
 import logging
 import tempfile
+from datetime import timedelta
 
 from django.core.files import File
 from django.db import transaction
@@ -16,6 +17,7 @@ from reviews.models import Submission, SubmissionStatus
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
+BUILD_TIME_LIMIT = timedelta(minutes=30)  # packs.tasks.build_pack's hard limit
 MAX_TASKS_PER_PACK = 10_000
 
 
@@ -44,6 +46,21 @@ def pack_create(*, project_id: int, user, name: str, submission_ids: list[int]) 
 
     transaction.on_commit(lambda: build_pack.delay(pack.pk))
     return pack
+
+
+def packs_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
+    """Send again the builds whose broker message may be lost (see draft_jobs_recover)."""
+    from packs.tasks import build_pack
+
+    now = timezone.now()
+    ids = list(
+        Pack.objects.filter(
+            Q(status=PackStatus.QUEUED, created_at__lt=now - queued_for) | Q(status=PackStatus.BUILDING, started_at__lt=now - BUILD_TIME_LIMIT)
+        ).values_list("pk", flat=True)
+    )
+    for pack_id in ids:
+        build_pack.delay(pack_id)
+    return len(ids)
 
 
 def pack_build(*, pack_id: int) -> None:

@@ -7,6 +7,7 @@ job's late result is dropped. No transaction is held open around a model call.
 """
 
 import logging
+from datetime import timedelta
 
 from django.db import transaction
 from django.db.models import Count, F, Q, Sum
@@ -33,6 +34,7 @@ from llm.models import CallPurpose, ModelEndpoint
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
+JOB_TIME_LIMIT = timedelta(minutes=15)  # authoring.tasks.draft_document's hard limit
 OPEN_STATUSES = (DraftJobStatus.QUEUED, DraftJobStatus.RUNNING)
 
 
@@ -107,6 +109,22 @@ def draft_job_retry(*, job: DraftJob, user) -> DraftJob:
     transaction.on_commit(lambda: _enqueue_jobs([job.pk]))
     job.refresh_from_db()
     return job
+
+
+def draft_jobs_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
+    """Send again the jobs whose broker message may be lost: queued for a while, or still
+    'running' past the task's hard time limit (its worker died; the filesystem broker never
+    redelivers). Claims are conditional, so a job whose message also survived runs once.
+    Called when a worker starts."""
+    now = timezone.now()
+    ids = list(
+        DraftJob.objects.filter(
+            Q(status=DraftJobStatus.QUEUED, run__created_at__lt=now - queued_for, run__cancelled_at__isnull=True)
+            | Q(status=DraftJobStatus.RUNNING, started_at__lt=now - JOB_TIME_LIMIT)
+        ).values_list("pk", flat=True)
+    )
+    _enqueue_jobs(ids)
+    return len(ids)
 
 
 def draft_run_progress(*, run: DraftRun) -> dict:

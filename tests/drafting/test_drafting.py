@@ -222,3 +222,27 @@ def test_consistency_check_finds_a_planted_contradiction(client, team, drafting_
     fragment = client.get(reverse("world-consistency", args=[drafting_world.pk]), **HX).content.decode()
     assert "Board minutes.md" in fragment and "$15 million" in fragment and reverse("document-editor", args=[planted.pk]) in fragment
     assert "LOI.md" not in fragment
+
+
+def test_jobs_whose_message_was_lost_are_sent_again_once(team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from authoring.models import DraftRun
+
+    add(drafting_world, team.author, "Deal/LOI.docx")
+    stuck = add(drafting_world, team.author, "Finance/Cap table.xlsx")
+    fake_llm.responder = scripted_responder()
+    with django_capture_on_commit_callbacks(execute=False):
+        run = drafting.draft_run_start(world=drafting_world, user=team.author, endpoint=endpoint)
+    queued, running = run.jobs.order_by("id")
+    # A worker took the second job and died an hour ago; the first job's message was lost.
+    DraftJob.objects.filter(pk=running.pk).update(status=DraftJobStatus.RUNNING, attempts=1, started_at=timezone.now() - timedelta(hours=1))
+    DraftRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    assert drafting.draft_jobs_recover() == 2  # sent again (and, eagerly, run)
+    for job in (queued, running):  # a second delivery of either changes nothing
+        drafting.draft_job_execute(job_id=job.pk)
+    assert len(fake_llm.requests) == 2
+    stuck.refresh_from_db()
+    assert stuck.status == DocumentStatus.DRAFTED and stuck.versions.count() == 1
