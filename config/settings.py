@@ -163,6 +163,7 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "packs.tasks.*": {"queue": "packs"},
     "authoring.tasks.*": {"queue": "drafting"},
+    "rollouts.tasks.*": {"queue": "rollouts"},
 }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

@@ -9,8 +9,9 @@ sentence. The same request always gets the same answer.
 
 import hashlib
 import json
+import re
 
-from llm.providers import Reply
+from llm.providers import Reply, ToolCall
 
 LABEL = "[Sample text from the scripted model]"
 
@@ -58,6 +59,21 @@ def _instance(schema: dict, name: str, hint: str, seed: int, depth: int = 0) -> 
     return text[:limit] if limit else text
 
 
+def _agent_step(messages: list[dict], tools: list[dict]) -> ToolCall | None:
+    """A fixed, visible routine when tools are offered: list the files, read the first one,
+    then answer. Enough to show a trajectory with real tool calls, never a real attempt."""
+    names = {t["name"] for t in tools}
+    results = [m for m in messages if m.get("role") == "tool"]
+    if not results and "list_files" in names:
+        return ToolCall(id="scripted_1", name="list_files", arguments={"recursive": True}, raw_arguments='{"recursive": true}')
+    if len(results) == 1 and "read_file" in names:
+        match = re.search(r'"path":\s*"([^"]+)"', str(results[0].get("content", "")))
+        if match:
+            arguments = {"path": match.group(1)}
+            return ToolCall(id="scripted_2", name="read_file", arguments=arguments, raw_arguments=json.dumps(arguments))
+    return None
+
+
 def answer(*, messages: list[dict], tools: list[dict] | None = None, schema: dict | None = None) -> Reply:
     hint = _request_hint(messages)
     seed = int(hashlib.sha256(json.dumps(messages, sort_keys=True, default=str).encode()).hexdigest()[:8], 16)
@@ -66,5 +82,8 @@ def answer(*, messages: list[dict], tools: list[dict] | None = None, schema: dic
         structured = _instance(schema, "answer", hint, seed)
         text = json.dumps(structured)
         return Reply(text=text, structured=structured, input_tokens=input_tokens, output_tokens=len(text) // 4 + 1, finish_reason="stop")
+    call = _agent_step(messages, tools) if tools and schema is None else None
+    if call is not None:
+        return Reply(text=f"{LABEL} Calling {call.name}.", tool_calls=[call], input_tokens=input_tokens, output_tokens=20, finish_reason="tool_calls")
     text = f"{LABEL} This is a deterministic sample answer, not a model's work. Request: {hint}"
     return Reply(text=text, input_tokens=input_tokens, output_tokens=len(text) // 4 + 1, finish_reason="stop")

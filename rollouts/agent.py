@@ -1,0 +1,175 @@
+"""The agent loop of one rollout: system prompt + task prompt → model → tool calls run
+against the world's tools and the rollout's own overlay → … until a final answer, the
+step limit, the time limit, a failure or a cancel.
+
+Every step is saved as it happens under a unique (rollout, index), and the conversation
+is rebuilt from the saved steps, so a rollout whose worker was killed resumes from its
+last saved step when the broker redelivers it, and a duplicate delivery does nothing.
+"""
+
+import json
+import logging
+import time
+from datetime import timedelta
+
+from django.db import IntegrityError
+from django.db.models import F, Q
+from django.utils import timezone
+
+from llm.client import chat
+from llm.errors import ModelError
+from llm.models import CallPurpose
+from rollouts.models import BatchMode, Rollout, RolloutStatus, Step, StepKind
+from workspace.models import OverlayPurpose
+from workspace.services import overlay_create
+from workspace.tools import Workspace, execute, tool_specs
+
+logger = logging.getLogger(__name__)
+MAX_ATTEMPTS = 3
+
+
+class _Stop(Exception):
+    def __init__(self, status: str, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def rollout_execute(*, rollout_id: int) -> None:
+    claimed = Rollout.objects.filter(
+        Q(status=RolloutStatus.QUEUED) | Q(status=RolloutStatus.RUNNING, attempts__lt=MAX_ATTEMPTS), pk=rollout_id
+    ).update(status=RolloutStatus.RUNNING, attempts=F("attempts") + 1)
+    if not claimed:
+        Rollout.objects.filter(pk=rollout_id, status=RolloutStatus.RUNNING).update(
+            status=RolloutStatus.FAILED, reason="The worker running this rollout was interrupted too many times.", finished_at=timezone.now()
+        )
+        return
+    Rollout.objects.filter(pk=rollout_id, started_at__isnull=True).update(started_at=timezone.now())
+    rollout = Rollout.objects.select_related("batch", "batch__endpoint", "batch__env_task__world", "batch__created_by", "overlay").get(pk=rollout_id)
+    try:
+        final = _loop(rollout)
+    except _Stop as stop:
+        if stop.status != RolloutStatus.RUNNING:  # RUNNING: another delivery carries on
+            _finish(rollout, stop.status, stop.reason)
+        return
+    except ModelError as error:
+        _finish(rollout, RolloutStatus.FAILED, f"The model call failed: {error.message}")
+        return
+    except Exception as error:  # a bug must still leave a readable, terminal rollout
+        logger.exception("rollout %s failed", rollout_id)
+        _finish(rollout, RolloutStatus.FAILED, f"Internal error ({type(error).__name__}); the team has the log.")
+        return
+    _finish(rollout, RolloutStatus.COMPLETED, "Finished with a final answer.", final_answer=final)
+
+
+def _finish(rollout: Rollout, status: str, reason: str, final_answer: str = "") -> None:
+    Rollout.objects.filter(pk=rollout.pk, status=RolloutStatus.RUNNING).update(
+        status=status, reason=reason[:2000], final_answer=final_answer, finished_at=timezone.now()
+    )
+
+
+def _overlay(rollout: Rollout):
+    """The rollout's own scratch overlay, created once even if two deliveries race."""
+    if rollout.overlay_id:
+        return rollout.overlay
+    batch = rollout.batch
+    overlay = overlay_create(world=batch.env_task.world, user=batch.created_by, label=f"Rollout {rollout.index + 1} of batch {batch.pk}", purpose=OverlayPurpose.ROLLOUT)
+    if not Rollout.objects.filter(pk=rollout.pk, overlay__isnull=True).update(overlay=overlay):
+        overlay.delete()
+    rollout.refresh_from_db(fields=["overlay"])
+    return rollout.overlay
+
+
+def _messages(rollout: Rollout, steps: list[Step]) -> list[dict]:
+    batch = rollout.batch
+    messages = [{"role": "system", "content": batch.system_prompt}, {"role": "user", "content": batch.task_snapshot["prompt"]}]
+    for step in steps:
+        if step.kind == StepKind.MODEL:
+            message: dict = {"role": "assistant", "content": step.text}
+            if step.tool_calls:
+                message["tool_calls"] = [
+                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c.get("raw_arguments") or json.dumps(c.get("arguments") or {})}}
+                    for c in step.tool_calls
+                ]
+            messages.append(message)
+        else:
+            messages.append({"role": "tool", "tool_call_id": step.tool_call_id, "content": step.text})
+    return messages
+
+
+def _save_step(rollout: Rollout, index: int, **fields) -> Step:
+    try:
+        return Step.objects.create(rollout=rollout, index=index, **fields)
+    except IntegrityError:
+        # Another delivery of this rollout saved this step: let that one carry on.
+        raise _Stop(RolloutStatus.RUNNING, "duplicate delivery") from None
+
+
+def _check(rollout: Rollout, deadline) -> None:
+    batch_cancelled = Rollout.objects.filter(pk=rollout.pk, batch__cancelled_at__isnull=False).exists()
+    if batch_cancelled:
+        raise _Stop(RolloutStatus.CANCELLED, "Cancelled while running.")
+    if timezone.now() > deadline:
+        raise _Stop(RolloutStatus.FAILED, f"Stopped at the time limit of {rollout.batch.time_limit_seconds} s.")
+
+
+def _run_tools(rollout: Rollout, workspace: Workspace, calls: list[dict], next_index: int, done_ids: set[str]) -> int:
+    for call in calls:
+        if call["id"] in done_ids:
+            continue
+        started = time.monotonic()
+        arguments = call.get("arguments") if call.get("arguments") is not None else call.get("raw_arguments", "")
+        result = execute(workspace=workspace, name=call["name"], arguments=arguments)
+        _save_step(
+            rollout, next_index, kind=StepKind.TOOL, tool_call_id=call["id"], tool_name=call["name"][:100],
+            arguments=call.get("arguments") if call.get("arguments") is not None else {"raw": call.get("raw_arguments", "")},
+            text=result.text, is_error=result.is_error, latency_ms=int((time.monotonic() - started) * 1000),
+        )
+        next_index += 1
+    return next_index
+
+
+def _loop(rollout: Rollout) -> str:
+    batch = rollout.batch
+    if batch.endpoint is None:
+        raise _Stop(RolloutStatus.FAILED, "The model endpoint of this batch was deleted.")
+    deadline = rollout.started_at + timedelta(seconds=batch.time_limit_seconds)
+    with_tools = batch.mode == BatchMode.TOOLS
+    workspace = Workspace(batch.env_task.world, _overlay(rollout)) if with_tools else None
+    tools = tool_specs(writable=True) if with_tools else None
+    steps = list(rollout.steps.order_by("index"))
+    next_index = len(steps)
+    # Resume: tool calls of the last model step that have no saved result yet.
+    if (steps and steps[-1].kind == StepKind.MODEL and steps[-1].tool_calls) or (steps and steps[-1].kind == StepKind.TOOL):
+        last_model = next(s for s in reversed(steps) if s.kind == StepKind.MODEL)
+        done = {s.tool_call_id for s in steps if s.kind == StepKind.TOOL and s.index > last_model.index}
+        next_index = _run_tools(rollout, workspace, last_model.tool_calls, next_index, done)
+        steps = list(rollout.steps.order_by("index"))
+    elif steps and steps[-1].kind == StepKind.MODEL and not steps[-1].tool_calls:
+        return steps[-1].text  # the final answer was saved before the worker died
+    while True:
+        _check(rollout, deadline)
+        model_steps = sum(1 for s in steps if s.kind == StepKind.MODEL)
+        if model_steps >= batch.max_steps:
+            raise _Stop(RolloutStatus.FAILED, f"Reached the limit of {batch.max_steps} model steps without a final answer.")
+        result = chat(
+            endpoint=batch.endpoint, messages=_messages(rollout, steps), purpose=CallPurpose.ROLLOUT, project_id=batch.project_id,
+            tools=tools, temperature=batch.temperature, max_tokens=batch.max_output_tokens,
+        )
+        calls = [{"id": c.id or f"call_{next_index}_{i}", "name": c.name, "arguments": c.arguments, "raw_arguments": c.raw_arguments} for i, c in enumerate(result.tool_calls)]
+        if calls and not with_tools:
+            calls = []  # a no-tools baseline has nothing to call: its text is its answer
+        _save_step(
+            rollout, next_index, kind=StepKind.MODEL, text=result.text, tool_calls=calls, input_tokens=result.input_tokens,
+            output_tokens=result.output_tokens, cost=result.cost, latency_ms=result.latency_ms, finish_reason=result.finish_reason[:40],
+        )
+        Rollout.objects.filter(pk=rollout.pk).update(
+            input_tokens=F("input_tokens") + result.input_tokens, output_tokens=F("output_tokens") + result.output_tokens, cost=F("cost") + result.cost
+        )
+        next_index += 1
+        if not calls:
+            if not result.text.strip():
+                raise _Stop(RolloutStatus.FAILED, "The model ended without a final answer (an empty reply).")
+            return result.text
+        next_index = _run_tools(rollout, workspace, calls, next_index, set())
+        steps = list(rollout.steps.order_by("index"))

@@ -1,0 +1,48 @@
+from django.db.models import Count, Prefetch, Q, QuerySet, Sum
+from django.shortcuts import get_object_or_404
+
+from accounts.selectors import project_list_for_user
+from rollouts.models import Rollout, RolloutBatch, RolloutStatus, Step, StepComment
+
+
+def _projects(user):
+    return project_list_for_user(user=user).values("pk")
+
+
+def batch_list_for_task(*, user, env_task) -> QuerySet[RolloutBatch]:
+    return RolloutBatch.objects.filter(env_task=env_task, project_id__in=_projects(user)).select_related("rubric_version")
+
+
+def batch_get_for_user(*, user, pk: int) -> RolloutBatch:
+    return get_object_or_404(RolloutBatch.objects.filter(project_id__in=_projects(user)).select_related("env_task", "env_task__world", "rubric_version"), pk=pk)
+
+
+def rollout_get_for_user(*, user, pk: int) -> Rollout:
+    return get_object_or_404(
+        Rollout.objects.filter(batch__project_id__in=_projects(user)).select_related("batch", "batch__env_task", "batch__env_task__world", "overlay"), pk=pk
+    )
+
+
+def step_get_for_user(*, user, pk: int) -> Step:
+    return get_object_or_404(Step.objects.filter(rollout__batch__project_id__in=_projects(user)).select_related("rollout", "rollout__batch"), pk=pk)
+
+
+def rollout_steps(*, rollout: Rollout) -> QuerySet[Step]:
+    return rollout.steps.order_by("index").prefetch_related(Prefetch("comments", queryset=StepComment.objects.select_related("author")))
+
+
+def batch_progress(*, batch: RolloutBatch) -> dict:
+    counts = batch.rollouts.aggregate(
+        total=Count("id"),
+        **{status: Count("id", filter=Q(status=status)) for status in RolloutStatus.values},
+        input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), cost=Sum("cost"),
+    )
+    finished = counts["completed"] + counts["failed"] + counts["cancelled"]
+    counts["finished"] = finished
+    counts["percent"] = int(100 * finished / counts["total"]) if counts["total"] else 100
+    counts["is_finished"] = finished == counts["total"]
+    return counts
+
+
+def batch_rollouts(*, batch: RolloutBatch) -> QuerySet[Rollout]:
+    return batch.rollouts.annotate(step_count=Count("steps")).order_by("index")

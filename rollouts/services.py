@@ -1,0 +1,111 @@
+"""Writes for trial runs: start a batch, cancel it, comment on a step."""
+
+from datetime import timedelta
+
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from accounts.selectors import membership_get
+from accounts.services import require_role
+from authoring.models import EnvTask
+from authoring.selectors import rubric_version_current
+from authoring.services import rubric_version_freeze
+from core.exceptions import ApplicationError
+from llm.models import ModelEndpoint
+from rollouts.models import DEFAULT_SYSTEM_PROMPT, BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepComment
+
+MAX_ROLLOUTS = 64
+LIMITS = {
+    "n": (1, MAX_ROLLOUTS),
+    "max_steps": (1, 200),
+    "max_output_tokens": (16, 200_000),
+    "time_limit_seconds": (10, 3_600),
+}
+TASK_TIME_MARGIN = 120  # seconds the Celery hard limit allows beyond a rollout's own
+
+
+def _enqueue(rollout_ids: list[int]) -> None:
+    from rollouts.tasks import run_rollout
+
+    for rollout_id in rollout_ids:
+        run_rollout.delay(rollout_id)
+
+
+@transaction.atomic
+def rollout_batch_start(
+    *, env_task: EnvTask, user, endpoint: ModelEndpoint, n: int, temperature: float | None = None,
+    max_steps: int = 20, max_output_tokens: int = 4096, time_limit_seconds: int = 600,
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT, mode: str = BatchMode.TOOLS,
+) -> RolloutBatch:
+    """Freeze the task and its rubric version and queue N rollouts on the `rollouts` queue."""
+    require_role(membership_get(user=user, project_id=env_task.project_id), "author")
+    if not endpoint.enabled:
+        raise ApplicationError(f"The model endpoint {endpoint.name!r} is disabled.")
+    values = {"n": n, "max_steps": max_steps, "max_output_tokens": max_output_tokens, "time_limit_seconds": time_limit_seconds}
+    for name, value in values.items():
+        low, high = LIMITS[name]
+        try:
+            values[name] = int(value)
+        except (TypeError, ValueError):
+            raise ApplicationError(f"{name.replace('_', ' ').capitalize()} must be a whole number.") from None
+        if not low <= values[name] <= high:
+            raise ApplicationError(f"{name.replace('_', ' ').capitalize()} must be between {low:,} and {high:,}.")
+    if temperature is not None and not 0 <= float(temperature) <= 2:
+        raise ApplicationError("Temperature must be between 0 and 2.")
+    if mode not in BatchMode.values:
+        raise ApplicationError("Choose whether the agent uses the world's tools.")
+    system_prompt = (system_prompt or "").strip() or DEFAULT_SYSTEM_PROMPT
+    if len(system_prompt) > 20_000:
+        raise ApplicationError("The system prompt is too long (20,000 characters at most).")
+    if not env_task.prompt.strip():
+        raise ApplicationError("Write the task's prompt before running trials.")
+    rubric = rubric_version_current(env_task=env_task)
+    rubric_version_freeze(rubric_version=rubric)  # grades of this batch refer to exactly this version
+    batch = RolloutBatch.objects.create(
+        env_task=env_task, project_id=env_task.project_id, rubric_version=rubric,
+        task_snapshot={"title": env_task.title, "prompt": env_task.prompt, "deliverable_kind": env_task.deliverable_kind, "revision": env_task.revision},
+        endpoint=endpoint, endpoint_name=endpoint.name, endpoint_scripted=endpoint.is_scripted, mode=mode,
+        temperature=None if temperature is None else float(temperature), system_prompt=system_prompt, created_by=user, **values,
+    )
+    rollouts = Rollout.objects.bulk_create(Rollout(batch=batch, index=i) for i in range(values["n"]))
+    ids = [r.pk for r in rollouts]
+    transaction.on_commit(lambda: _enqueue(ids))
+    return batch
+
+
+@transaction.atomic
+def rollout_batch_cancel(*, batch: RolloutBatch, user) -> int:
+    """Queued rollouts never start; running ones stop before their next step."""
+    require_role(membership_get(user=user, project_id=batch.project_id), "author")
+    RolloutBatch.objects.filter(pk=batch.pk, cancelled_at__isnull=True).update(cancelled_at=timezone.now())
+    return Rollout.objects.filter(batch=batch, status=RolloutStatus.QUEUED).update(
+        status=RolloutStatus.CANCELLED, reason="Cancelled before it started.", finished_at=timezone.now()
+    )
+
+
+def rollouts_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
+    """Send again rollouts whose broker message may be lost (see draft_jobs_recover)."""
+    now = timezone.now()
+    stale = Q(status=RolloutStatus.QUEUED, batch__created_at__lt=now - queued_for, batch__cancelled_at__isnull=True)
+    ids = list(Rollout.objects.filter(stale).values_list("pk", flat=True))
+    for batch_id, limit in RolloutBatch.objects.filter(rollouts__status=RolloutStatus.RUNNING).values_list("pk", "time_limit_seconds").distinct():
+        ids += list(
+            Rollout.objects.filter(batch_id=batch_id, status=RolloutStatus.RUNNING, started_at__lt=now - timedelta(seconds=limit + TASK_TIME_MARGIN))
+            .values_list("pk", flat=True)
+        )
+    _enqueue(ids)
+    return len(ids)
+
+
+@transaction.atomic
+def step_comment_add(*, step: Step, user, text: str) -> StepComment:
+    membership = membership_get(user=user, project_id=step.rollout.batch.project_id)
+    if not (membership.can_author or membership.can_review):
+        raise ApplicationError("Your role cannot comment.")
+    text = (text or "").strip()
+    if not text:
+        raise ApplicationError("Write a comment first.")
+    if len(text) > 10_000:
+        raise ApplicationError("The comment is too long (10,000 characters at most).")
+    return StepComment.objects.create(step=step, author=user, text=text)

@@ -1,0 +1,180 @@
+import pytest
+from django.utils import timezone
+
+from authoring import services as authoring_services
+from core.exceptions import ApplicationError
+from llm.models import ModelEndpoint
+from rollouts import services
+from rollouts.agent import rollout_execute
+from rollouts.models import Rollout, RolloutStatus, Step, StepKind
+from tests.fake_llm import Reply
+from workspace.models import OverlayEntry
+
+
+@pytest.fixture
+def task(team, world):
+    doc = world.documents.first()
+    authoring_services.document_update(document=doc, user=team.author, base_revision=doc.revision, content="The purchase price is $12m.")
+    from tests import factories
+
+    return factories.env_task(world, team.author)
+
+
+def start(task, team, endpoint, django_capture_on_commit_callbacks, **kw):
+    with django_capture_on_commit_callbacks(execute=False):
+        batch = services.rollout_batch_start(env_task=task, user=team.author, endpoint=endpoint, n=kw.pop("n", 1), **kw)
+    return batch
+
+
+def test_multi_step_tool_use_with_parallel_calls_is_saved_step_by_step(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    fake_llm.script(
+        Reply(content="Let me look.", tool_calls=[{"name": "list_files", "arguments": {}}, {"name": "search_files", "arguments": {"query": "price"}}]),
+        Reply(content=None, tool_calls=[{"name": "read_file", "arguments": {"path": "Deal/Doc 1.md"}}]),
+        Reply(content="The purchase price is $12m (Deal/Doc 1.md)."),
+    )
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout = batch.rollouts.get()
+    rollout_execute(rollout_id=rollout.pk)
+    rollout.refresh_from_db()
+    assert rollout.status == RolloutStatus.COMPLETED and rollout.final_answer == "The purchase price is $12m (Deal/Doc 1.md)."
+    steps = list(rollout.steps.order_by("index"))
+    assert [(s.kind, s.tool_name) for s in steps] == [
+        ("model", ""), ("tool", "list_files"), ("tool", "search_files"), ("model", ""), ("tool", "read_file"), ("model", ""),
+    ]
+    assert "The purchase price is $12m." in steps[4].text and not steps[4].is_error
+    assert rollout.input_tokens == 300 and steps[0].input_tokens == 100
+    second_request = fake_llm.requests[1].body["messages"]
+    assert second_request[0]["role"] == "system" and second_request[1]["content"] == task.prompt
+    assert [m["role"] for m in second_request[2:]] == ["assistant", "tool", "tool"]
+    assert second_request[3]["tool_call_id"] == second_request[2]["tool_calls"][0]["id"]
+
+
+def test_malformed_tool_calls_go_back_to_the_model_as_errors(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    fake_llm.script(
+        Reply(content=None, tool_calls=[{"name": "read_file", "arguments": "{not json"}, {"name": "rm_rf", "arguments": {}}]),
+        Reply(content="Sorry, here is my answer."),
+    )
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout_execute(rollout_id=batch.rollouts.get().pk)
+    tool_steps = list(Step.objects.filter(kind=StepKind.TOOL).order_by("index"))
+    assert all(s.is_error for s in tool_steps) and "rm_rf" in tool_steps[1].text
+    assert fake_llm.requests[1].body["messages"][-1]["role"] == "tool"
+
+
+def test_a_refusal_is_a_completed_rollout_with_that_answer(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    fake_llm.script(Reply(content="I can't help with that."))
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout_execute(rollout_id=batch.rollouts.get().pk)
+    rollout = batch.rollouts.get()
+    assert rollout.status == RolloutStatus.COMPLETED and rollout.final_answer == "I can't help with that."
+
+
+def test_max_steps_and_time_limit_end_a_rollout_with_a_reason(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    fake_llm.responder = lambda request: Reply(content=None, tool_calls=[{"name": "list_files", "arguments": {}}])
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks, max_steps=3)
+    rollout_execute(rollout_id=batch.rollouts.get().pk)
+    rollout = batch.rollouts.get()
+    assert rollout.status == RolloutStatus.FAILED and "limit of 3 model steps" in rollout.reason
+    assert rollout.steps.filter(kind=StepKind.MODEL).count() == 3
+
+    fake_llm.responder = lambda request: Reply(content=None, tool_calls=[{"name": "list_files", "arguments": {}}], delay=0.6)
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks, time_limit_seconds=10)
+    rollout = batch.rollouts.get()
+    Rollout.objects.filter(pk=rollout.pk).update(started_at=timezone.now() - timezone.timedelta(seconds=9))
+    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.QUEUED)
+    rollout_execute(rollout_id=rollout.pk)
+    rollout.refresh_from_db()
+    assert rollout.status == RolloutStatus.FAILED and "time limit of 10 s" in rollout.reason
+
+
+def test_model_failures_are_a_readable_reason(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    fake_llm.responder = lambda request: Reply(status=401, content="bad key")
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout_execute(rollout_id=batch.rollouts.get().pk)
+    rollout = batch.rollouts.get()
+    assert rollout.status == RolloutStatus.FAILED and "refused the API key" in rollout.reason
+
+
+def test_writes_land_in_the_rollouts_own_overlay(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    fake_llm.script(
+        Reply(content=None, tool_calls=[{"name": "write_file", "arguments": {"path": "Work/Answer.md", "content": "# Answer\n\n$12m"}}]),
+        Reply(content="Written to Work/Answer.md."),
+    )
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks, n=2)
+    first, second = batch.rollouts.order_by("index")
+    rollout_execute(rollout_id=first.pk)
+    first.refresh_from_db()
+    assert OverlayEntry.objects.get(overlay=first.overlay).path == "Work/Answer.md"
+    assert not task.world.documents.filter(path="Work/Answer.md").exists()
+    fake_llm.script(Reply(content="Nothing to write."))
+    rollout_execute(rollout_id=second.pk)
+    second.refresh_from_db()
+    assert second.overlay_id != first.overlay_id and not OverlayEntry.objects.filter(overlay=second.overlay).exists()
+
+
+def test_no_tools_baseline_answers_from_the_prompt_alone(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    fake_llm.script(Reply(content="Probably $10m."))
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks, mode="no_tools")
+    rollout_execute(rollout_id=batch.rollouts.get().pk)
+    assert "tools" not in fake_llm.requests[0].body
+    assert batch.rollouts.get().final_answer == "Probably $10m."
+
+
+def test_a_killed_rollout_resumes_from_its_last_saved_step_and_a_duplicate_does_nothing(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout = batch.rollouts.get()
+    # The first delivery saved a model step asking for two tools and one result, then died.
+    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now())
+    Step.objects.create(rollout=rollout, index=0, kind=StepKind.MODEL, tool_calls=[
+        {"id": "a", "name": "list_files", "arguments": {}, "raw_arguments": "{}"},
+        {"id": "b", "name": "read_file", "arguments": {"path": "Deal/Doc 1.md"}, "raw_arguments": ""},
+    ])
+    Step.objects.create(rollout=rollout, index=1, kind=StepKind.TOOL, tool_call_id="a", tool_name="list_files", text="[...]")
+    fake_llm.script(Reply(content="Done: $12m."))
+    rollout_execute(rollout_id=rollout.pk)
+    rollout.refresh_from_db()
+    assert rollout.status == RolloutStatus.COMPLETED and rollout.attempts == 2
+    assert list(rollout.steps.values_list("index", "kind", "tool_call_id")) == [(0, "model", ""), (1, "tool", "a"), (2, "tool", "b"), (3, "model", "")]
+    assert len(fake_llm.requests) == 1 and fake_llm.requests[0].body["messages"][-1]["tool_call_id"] == "b"
+    rollout_execute(rollout_id=rollout.pk)  # delivered again: finished rollouts are left alone
+    assert rollout.steps.count() == 4 and len(fake_llm.requests) == 1
+
+
+def test_cancel_stops_queued_and_running_rollouts(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks, n=3)
+    running = batch.rollouts.order_by("index").first()
+    Rollout.objects.filter(pk=running.pk).update(status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now())
+    assert services.rollout_batch_cancel(batch=batch, user=team.author) == 2
+    rollout_execute(rollout_id=running.pk)  # its next step sees the cancel
+    assert set(batch.rollouts.values_list("status", flat=True)) == {RolloutStatus.CANCELLED}
+    assert fake_llm.requests == []
+
+
+def test_a_batch_freezes_the_task_and_rubric_it_runs_against(team, task, endpoint, django_capture_on_commit_callbacks):
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks, n=4)
+    rubric = task.rubric_versions.get()
+    assert batch.rubric_version == rubric and rubric.is_frozen and batch.rollouts.count() == 4
+    assert batch.task_snapshot["prompt"] == task.prompt
+    authoring_services.criterion_add(env_task=task, user=team.author, base_revision=rubric.revision, text="New", points=1)
+    assert task.rubric_versions.count() == 2 and batch.rubric_version.criteria.count() == 2
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [("n", 65, "between 1 and 64"), ("n", 0, "between 1 and 64"), ("max_steps", 0, "Max steps")])
+def test_bad_batch_settings_are_refused(team, task, endpoint, field, value, message):
+    with pytest.raises(ApplicationError, match=message):
+        services.rollout_batch_start(env_task=task, user=team.author, endpoint=endpoint, **{"n": 1, field: value})
+
+
+def test_reviewers_cannot_run_trials(team, task, endpoint):
+    with pytest.raises(ApplicationError, match="cannot edit content"):
+        services.rollout_batch_start(env_task=task, user=team.reviewer, endpoint=endpoint, n=1)
+
+
+def test_the_scripted_sample_model_walks_a_labelled_trajectory(team, task, django_capture_on_commit_callbacks):
+    scripted = ModelEndpoint.objects.create(name="Sample", kind="scripted")
+    batch = start(task, team, scripted, django_capture_on_commit_callbacks)
+    rollout_execute(rollout_id=batch.rollouts.get().pk)
+    rollout = batch.rollouts.get()
+    assert rollout.status == RolloutStatus.COMPLETED and batch.endpoint_scripted
+    assert list(rollout.steps.filter(kind=StepKind.TOOL).values_list("tool_name", flat=True)) == ["list_files", "read_file"]
+    assert rollout.final_answer.startswith("[Sample text from the scripted model]")
