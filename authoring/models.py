@@ -197,6 +197,10 @@ class Criterion(models.Model):
     grader_kind = models.CharField(max_length=16, choices=GraderKind.choices, default=GraderKind.LLM_JUDGE)
     grader_config = models.JSONField(default=dict, blank=True)
     explanation = models.TextField(blank=True)
+    # Where the criterion came from, e.g. {"step": 812, "rollout": 40, "label": "Rollout 3, step 5"}:
+    # a trajectory step the expert turned into this criterion (rollouts sit above authoring,
+    # so this is a reference by id, not a foreign key).
+    evidence = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["position", "id"]
@@ -212,6 +216,7 @@ class Criterion(models.Model):
             "grader_kind": self.grader_kind,
             "grader_config": self.grader_config,
             "explanation": self.explanation,
+            "evidence": self.evidence,
         }
 
 

@@ -147,6 +147,26 @@ def _clean_criterion(*, text: str, points: object, tag: str, grader_kind: str, g
     return {"text": text, "points": points, "tag": tag, "grader_kind": grader_kind, "grader_config": grader_config, "explanation": explanation or ""}
 
 
+def _clean_evidence(evidence: object) -> dict:
+    """A reference to the trajectory step a criterion was made from: ids and a label only."""
+    if not evidence:
+        return {}
+    if not isinstance(evidence, dict):
+        raise ApplicationError("Evidence must be an object.")
+    cleaned = {}
+    for key in ("step", "rollout", "batch"):
+        if evidence.get(key) not in (None, ""):
+            try:
+                cleaned[key] = int(evidence[key])
+            except (TypeError, ValueError):
+                raise ApplicationError(f"Evidence {key} must be an id.") from None
+    label = str(evidence.get("label", ""))[:200]
+    reject_unstorable(label, label="The evidence label")
+    if label:
+        cleaned["label"] = label
+    return cleaned
+
+
 def _rubric_for_edit(*, env_task: EnvTask, user, base_revision: int | None) -> RubricVersion:
     author_membership(user=user, project_id=env_task.project_id)
     env_task = EnvTask.objects.select_for_update().get(pk=env_task.pk)
@@ -168,10 +188,11 @@ def _touch(rubric: RubricVersion, user) -> RubricVersion:
 def criterion_add(
     *, env_task: EnvTask, user, base_revision: int | None, text: str, points: int = 1,
     tag: str = CriterionTag.IMPORTANT, grader_kind: str = GraderKind.LLM_JUDGE,
-    grader_config: dict | None = None, explanation: str = "",
+    grader_config: dict | None = None, explanation: str = "", evidence: dict | None = None,
 ) -> Criterion:
     rubric = _rubric_for_edit(env_task=env_task, user=user, base_revision=base_revision)
     fields = _clean_criterion(text=text, points=points, tag=tag, grader_kind=grader_kind, grader_config=grader_config or {}, explanation=explanation)
+    fields["evidence"] = _clean_evidence(evidence)
     if rubric.criteria.count() >= MAX_CRITERIA:
         raise ApplicationError(f"A rubric holds at most {MAX_CRITERIA} criteria.")
     position = (rubric.criteria.aggregate(p=Max("position"))["p"] or 0) + 1
