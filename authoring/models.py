@@ -160,6 +160,10 @@ class RubricVersion(TimeStampedModel):
     env_task = models.ForeignKey(EnvTask, on_delete=models.CASCADE, related_name="rubric_versions")
     number = models.PositiveIntegerField()
     frozen_at = models.DateTimeField(null=True, blank=True)
+    # How grades are computed: versioned with the criteria, so a grade always says which rules made it.
+    pass_threshold = models.FloatField(default=0.7, help_text="A score at or above this passes (0–1).")
+    all_must_pass = models.BooleanField(default=False, help_text="Pass only if every positive criterion is met and no pitfall is.")
+    judge_samples = models.PositiveSmallIntegerField(default=1, help_text="LLM-judge samples per criterion; the majority decides.")
     revision = models.PositiveIntegerField(default=1)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")

@@ -163,7 +163,8 @@ CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "packs.tasks.*": {"queue": "packs"},
     "authoring.tasks.*": {"queue": "drafting"},
-    "rollouts.tasks.*": {"queue": "rollouts"},
+    "rollouts.tasks.run_rollout": {"queue": "rollouts"},
+    "rollouts.tasks.grade_attempt": {"queue": "grading"},
 }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True

@@ -12,7 +12,7 @@ import logging
 import time
 from datetime import timedelta
 
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -60,6 +60,10 @@ def rollout_execute(*, rollout_id: int) -> None:
         _finish(rollout, RolloutStatus.FAILED, f"Internal error ({type(error).__name__}); the team has the log.")
         return
     _finish(rollout, RolloutStatus.COMPLETED, "Finished with a final answer.", final_answer=final)
+    rollout.refresh_from_db(fields=["status", "final_answer"])
+    from rollouts.grading.services import rollout_graded
+
+    rollout_graded(rollout=rollout)  # queued on the grading queue
 
 
 def _finish(rollout: Rollout, status: str, reason: str, final_answer: str = "") -> None:
@@ -99,7 +103,8 @@ def _messages(rollout: Rollout, steps: list[Step]) -> list[dict]:
 
 def _save_step(rollout: Rollout, index: int, **fields) -> Step:
     try:
-        return Step.objects.create(rollout=rollout, index=index, **fields)
+        with transaction.atomic():  # a savepoint: the caller's transaction survives a clash
+            return Step.objects.create(rollout=rollout, index=index, **fields)
     except IntegrityError:
         # Another delivery of this rollout saved this step: let that one carry on.
         raise _Stop(RolloutStatus.RUNNING, "duplicate delivery") from None

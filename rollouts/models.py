@@ -30,6 +30,8 @@ class RolloutBatch(TimeStampedModel):
     endpoint = models.ForeignKey("llm.ModelEndpoint", null=True, on_delete=models.SET_NULL, related_name="+")
     endpoint_name = models.CharField(max_length=100)
     endpoint_scripted = models.BooleanField(default=False)
+    judge_endpoint = models.ForeignKey("llm.ModelEndpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                       help_text="Grades this batch's rollouts; the agent's endpoint when empty.")
     mode = models.CharField(max_length=16, choices=BatchMode.choices, default=BatchMode.TOOLS)
     n = models.PositiveSmallIntegerField()
     temperature = models.FloatField(null=True, blank=True)
@@ -128,3 +130,122 @@ class StepComment(models.Model):
 
     def __str__(self) -> str:
         return f"Comment on {self.step}"
+
+
+# --- Grading ------------------------------------------------------------------------------
+
+class GradeStatus(models.TextChoices):
+    QUEUED = "queued", "Waiting to be graded"
+    RUNNING = "running", "Grading"
+    GRADED = "graded", "Graded"
+    FAILED = "grading_failed", "Grading failed"
+
+
+class Grade(models.Model):
+    """A rubric version applied to one rollout (or one reward-hacking probe answer)."""
+
+    rollout = models.ForeignKey(Rollout, null=True, blank=True, on_delete=models.CASCADE, related_name="grades")
+    probe = models.ForeignKey("rollouts.ProbeAnswer", null=True, blank=True, on_delete=models.CASCADE, related_name="grades")
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="grades")
+    judge_endpoint = models.ForeignKey("llm.ModelEndpoint", null=True, on_delete=models.SET_NULL, related_name="+")
+    judge_endpoint_name = models.CharField(max_length=100, blank=True)
+    status = models.CharField(max_length=16, choices=GradeStatus.choices, default=GradeStatus.QUEUED)
+    score = models.FloatField(null=True, blank=True)
+    passed = models.BooleanField(null=True, blank=True)
+    met_points = models.IntegerField(default=0)
+    positive_points = models.IntegerField(default=0)
+    per_tag = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    graded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["rollout", "rubric_version"], name="one_grade_per_rollout_and_rubric_version"),
+            models.UniqueConstraint(fields=["probe", "rubric_version"], name="one_grade_per_probe_and_rubric_version"),
+            models.CheckConstraint(condition=models.Q(rollout__isnull=False) ^ models.Q(probe__isnull=False), name="grade_of_a_rollout_or_a_probe"),
+        ]
+
+    def __str__(self) -> str:
+        return f"Grade {self.pk} ({self.status})"
+
+
+class Verdict(models.Model):
+    """One criterion's verdict within a grade, with the judge's samples."""
+
+    grade = models.ForeignKey(Grade, on_delete=models.CASCADE, related_name="verdicts")
+    criterion = models.ForeignKey("authoring.Criterion", on_delete=models.CASCADE, related_name="verdicts")
+    met = models.BooleanField(null=True, help_text="For a negative criterion: the bad behaviour is present.")
+    rationale = models.TextField(blank=True)
+    samples = models.JSONField(default=list, blank=True, help_text="[{met, explanation}] per judge sample")
+    disagreement = models.FloatField(default=0.0, help_text="Share of samples that disagree with the majority.")
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["criterion__position", "id"]
+        constraints = [models.UniqueConstraint(fields=["grade", "criterion"], name="one_verdict_per_criterion_per_grade")]
+
+    def __str__(self) -> str:
+        return f"Verdict on {self.criterion_id}: {self.met}"
+
+
+class ExpertVerdict(models.Model):
+    """The expert's own call on a criterion for a rollout, where they disagree with the judge."""
+
+    rollout = models.ForeignKey(Rollout, on_delete=models.CASCADE, related_name="expert_verdicts")
+    criterion = models.ForeignKey("authoring.Criterion", on_delete=models.CASCADE, related_name="expert_verdicts")
+    expert = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    met = models.BooleanField()
+    note = models.TextField(blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rollout", "criterion", "expert"], name="one_expert_verdict_per_rollout_criterion_expert")]
+
+    def __str__(self) -> str:
+        return f"{self.expert_id} says criterion {self.criterion_id} {'met' if self.met else 'not met'} on rollout {self.rollout_id}"
+
+
+class Ranking(models.Model):
+    """An expert's ordering of a batch's trajectories, best first."""
+
+    batch = models.ForeignKey(RolloutBatch, on_delete=models.CASCADE, related_name="rankings")
+    expert = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    order = models.JSONField(default=list, help_text="Rollout ids, best first.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["batch", "expert"], name="one_ranking_per_batch_and_expert")]
+
+    def __str__(self) -> str:
+        return f"Ranking of batch {self.batch_id} by {self.expert_id}"
+
+
+class ProbeRun(models.Model):
+    """A suite of adversarial answers graded against one rubric version."""
+
+    env_task = models.ForeignKey(EnvTask, on_delete=models.CASCADE, related_name="probe_runs")
+    rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="probe_runs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"Probe run {self.pk}"
+
+
+class ProbeAnswer(models.Model):
+    run = models.ForeignKey(ProbeRun, on_delete=models.CASCADE, related_name="answers")
+    kind = models.CharField(max_length=40)
+    label = models.CharField(max_length=200)
+    answer = models.TextField()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"Probe {self.label}"

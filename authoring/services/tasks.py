@@ -115,7 +115,10 @@ def rubric_version_editable(*, env_task: EnvTask, user) -> RubricVersion:
     if current is not None and not current.is_frozen:
         return current
     number = (env_task.rubric_versions.aggregate(n=Max("number"))["n"] or 0) + 1
-    fresh = RubricVersion.objects.create(env_task=env_task, number=number, created_by=user, updated_by=user)
+    fresh = RubricVersion.objects.create(
+        env_task=env_task, number=number, created_by=user, updated_by=user,
+        **({} if current is None else {f: getattr(current, f) for f in ("pass_threshold", "all_must_pass", "judge_samples")}),
+    )
     if current is not None:
         Criterion.objects.bulk_create(
             Criterion(rubric_version=fresh, position=c.position, **c.as_dict()) for c in current.criteria.all()

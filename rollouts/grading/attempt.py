@@ -1,0 +1,34 @@
+from dataclasses import dataclass, field
+
+from rollouts.models import Rollout, StepKind
+
+
+@dataclass
+class Attempt:
+    """Everything a grader may look at. Probes have no trajectory and no overlay."""
+
+    prompt: str
+    answer: str
+    trajectory: str = ""
+    changed_files: list[tuple[str, str]] = field(default_factory=list)  # (path, text after)
+    overlay: object = None
+    world: object = None
+
+
+def attempt_of_rollout(rollout: Rollout) -> Attempt:
+    from workspace.selectors import overlay_diff
+
+    lines = []
+    for step in rollout.steps.order_by("index"):
+        if step.kind == StepKind.MODEL:
+            calls = ", ".join(f"{c['name']}({c.get('raw_arguments') or c.get('arguments')})" for c in step.tool_calls)
+            lines.append(f"[assistant] {step.text}" + (f"\n  calls: {calls}" if calls else ""))
+        else:
+            lines.append(f"[tool {step.tool_name}] {step.text[:2000]}")
+    changes = []
+    if rollout.overlay_id:
+        changes = [(c.path, c.after or "") for c in overlay_diff(overlay=rollout.overlay) if c.action != "deleted"]
+    return Attempt(
+        prompt=rollout.batch.task_snapshot["prompt"], answer=rollout.final_answer, trajectory="\n".join(lines)[-60_000:],
+        changed_files=changes, overlay=rollout.overlay, world=rollout.batch.env_task.world,
+    )

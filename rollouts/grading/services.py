@@ -1,0 +1,129 @@
+"""Grading writes. A grade is claimed by a conditional update, verdicts are saved one by
+one under a unique (grade, criterion), so a re-run resumes and never duplicates; a
+verdict that could not be reached (a malformed judge answer after retries, a broken
+check) fails the grade — it is never counted as met."""
+
+import contextlib
+import logging
+
+from django.db import IntegrityError, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from accounts.selectors import membership_get
+from accounts.services import require_role
+from authoring.models import GraderKind, RubricVersion
+from authoring.services import rubric_version_freeze
+from core.exceptions import ApplicationError
+from llm.errors import ModelError
+from llm.models import ModelEndpoint
+from rollouts.grading.attempt import Attempt, attempt_of_rollout
+from rollouts.grading.checks import run_check
+from rollouts.grading.judge import SEES, judge
+from rollouts.grading.scoring import score
+from rollouts.models import Grade, GradeStatus, ProbeAnswer, Rollout, RolloutBatch, RolloutStatus, Verdict
+
+logger = logging.getLogger(__name__)
+MAX_ATTEMPTS = 3
+
+
+def _enqueue(grade_ids: list[int]) -> None:
+    from rollouts.tasks import grade_attempt
+
+    for grade_id in grade_ids:
+        grade_attempt.delay(grade_id)
+
+
+def grade_request(*, rubric_version: RubricVersion, judge_endpoint: ModelEndpoint | None, rollout: Rollout | None = None,
+                  probe: ProbeAnswer | None = None) -> Grade:
+    """The grade of this attempt under this rubric version, queued once."""
+    key = {"rollout": rollout} if rollout is not None else {"probe": probe}
+    with transaction.atomic():
+        grade, created = Grade.objects.get_or_create(
+            rubric_version=rubric_version, **key,
+            defaults={"judge_endpoint": judge_endpoint, "judge_endpoint_name": judge_endpoint.name if judge_endpoint else ""},
+        )
+        if created:
+            transaction.on_commit(lambda: _enqueue([grade.pk]))
+    return grade
+
+
+def grade_execute(*, grade_id: int) -> None:
+    claimed = Grade.objects.filter(
+        Q(status=GradeStatus.QUEUED) | Q(status=GradeStatus.RUNNING, attempts__lt=MAX_ATTEMPTS), pk=grade_id
+    ).update(status=GradeStatus.RUNNING, attempts=F("attempts") + 1)
+    if not claimed:
+        return
+    grade = Grade.objects.select_related("rubric_version", "judge_endpoint", "rollout__batch__env_task__world", "rollout__overlay", "probe__run").get(pk=grade_id)
+    rubric = grade.rubric_version
+    rubric_version_freeze(rubric_version=rubric)  # it has graded something: immutable from now on
+    try:
+        attempt, project_id = _attempt(grade)
+        done = set(grade.verdicts.values_list("criterion_id", flat=True))
+        for criterion in rubric.criteria.all():
+            if criterion.pk not in done:
+                _verdict(grade, criterion, attempt, project_id, rubric.judge_samples)
+    except Exception as error:
+        logger.exception("grade %s failed", grade_id)
+        Grade.objects.filter(pk=grade_id).update(status=GradeStatus.FAILED, error=f"Internal error ({type(error).__name__}).", graded_at=timezone.now())
+        return
+    verdicts = list(grade.verdicts.select_related("criterion"))
+    failed = [v for v in verdicts if v.met is None]
+    if failed:
+        reasons = "; ".join(f"criterion {v.criterion.position}: {v.error}" for v in failed[:5])
+        Grade.objects.filter(pk=grade_id).update(status=GradeStatus.FAILED, score=None, passed=None, error=reasons[:2000], graded_at=timezone.now())
+        return
+    result = score([(v.criterion.points, v.criterion.tag, v.met) for v in verdicts], threshold=rubric.pass_threshold, all_must_pass=rubric.all_must_pass)
+    Grade.objects.filter(pk=grade_id, status=GradeStatus.RUNNING).update(
+        status=GradeStatus.GRADED, score=result.score, passed=result.passed, met_points=result.met_points,
+        positive_points=result.positive_points, per_tag=result.per_tag, error="", graded_at=timezone.now(),
+    )
+
+
+def _attempt(grade: Grade) -> tuple[Attempt, int]:
+    if grade.rollout_id:
+        return attempt_of_rollout(grade.rollout), grade.rollout.batch.project_id
+    run = grade.probe.run
+    return Attempt(prompt=run.env_task.prompt, answer=grade.probe.answer), run.env_task.project_id
+
+
+def _verdict(grade: Grade, criterion, attempt: Attempt, project_id: int, samples: int) -> None:
+    fields: dict = {}
+    try:
+        if criterion.grader_kind == GraderKind.CHECK:
+            met, rationale = run_check(criterion.grader_config, attempt)
+            fields = {"met": met, "rationale": rationale}
+        else:
+            if grade.judge_endpoint is None:
+                raise ApplicationError("No judge model is set for this grade.")
+            sees = [s for s in criterion.grader_config.get("sees", ["answer"]) if s in SEES] or ["answer"]
+            outcome = judge(endpoint=grade.judge_endpoint, criterion_text=criterion.text, points=criterion.points, attempt=attempt,
+                            sees=sees, samples=samples, project_id=project_id)
+            fields = {"met": outcome.met, "rationale": outcome.rationale, "samples": outcome.samples, "disagreement": outcome.disagreement}
+    except (ModelError, ApplicationError) as error:
+        fields = {"met": None, "error": error.message[:2000]}
+    with contextlib.suppress(IntegrityError), transaction.atomic():  # another run of this grade saved it first
+        Verdict.objects.create(grade=grade, criterion=criterion, **fields)
+
+
+def rollout_graded(*, rollout: Rollout) -> Grade | None:
+    """Queue the grade of a finished rollout against its batch's rubric version."""
+    batch = rollout.batch
+    if rollout.status != RolloutStatus.COMPLETED or not batch.rubric_version.criteria.exists():
+        return None
+    return grade_request(rubric_version=batch.rubric_version, judge_endpoint=batch.judge_endpoint or batch.endpoint, rollout=rollout)
+
+
+def batch_regrade(*, batch: RolloutBatch, user, rubric_version: RubricVersion | None = None, judge_endpoint: ModelEndpoint | None = None) -> list[Grade]:
+    """Grade every completed rollout of the batch against a (newer) rubric version."""
+    require_role(membership_get(user=user, project_id=batch.project_id), "author")
+    rubric = rubric_version or batch.env_task.rubric_versions.order_by("-number").first()
+    if rubric.env_task_id != batch.env_task_id:
+        raise ApplicationError("That rubric belongs to another task.")
+    if not rubric.criteria.exists():
+        raise ApplicationError("This rubric version has no criteria.")
+    endpoint = judge_endpoint or batch.judge_endpoint or batch.endpoint
+    return [
+        grade_request(rubric_version=rubric, judge_endpoint=endpoint, rollout=rollout)
+        for rollout in batch.rollouts.filter(status=RolloutStatus.COMPLETED)
+    ]
