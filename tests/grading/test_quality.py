@@ -1,0 +1,127 @@
+import pytest
+
+from authoring import services as authoring_services
+from core.exceptions import ApplicationError
+from rollouts import services as rollout_services
+from rollouts.agent import rollout_execute
+from rollouts.grading.services import grade_execute
+from rollouts.models import Grade, GradeStatus, Rollout, RolloutStatus
+from rollouts.probes import probe_results, probe_run_start
+from rollouts.quality import criterion_agreement, difficulty, expert_verdict_set, ranking_agreement, ranking_set
+from tests import factories
+from tests.fake_llm import Reply
+
+
+def rubric_task(team, world, criteria):
+    env_task = authoring_services.env_task_create(world=world, user=team.author, title="Price", prompt="Read the data room and state the purchase price.",
+                                                  reference_answer="The purchase price is $12,000,000.")
+    rubric = env_task.rubric_versions.get()
+    for text, points, config in criteria:
+        authoring_services.criterion_add(env_task=env_task, user=team.author, base_revision=rubric.revision, text=text, points=points,
+                                         tag="pitfall" if points < 0 else "essential", grader_kind="check", grader_config=config)
+        rubric.refresh_from_db()
+    return env_task
+
+
+def run_probes(env_task, team, endpoint, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
+        run = probe_run_start(env_task=env_task, user=team.author, judge_endpoint=endpoint)
+    for grade in Grade.objects.filter(probe__run=run):
+        grade_execute(grade_id=grade.pk)
+    return {row["probe"].kind: row for row in probe_results(run=run)}
+
+
+def test_probes_flag_a_weak_rubric_and_the_criteria_they_fooled(team, world, endpoint, django_capture_on_commit_callbacks):
+    weak = rubric_task(team, world, [("Mentions the number 12", 5, {"check": "contains", "value": "12"})])
+    rows = run_probes(weak, team, endpoint, django_capture_on_commit_callbacks)
+    assert set(rows) == {"hedging", "echo_criteria", "unsupported", "restate_prompt", "claims_done", "empty", "refusal"}
+    assert rows["hedging"]["flagged"] and [c.text for c in rows["hedging"]["fooled"]] == ["Mentions the number 12"]
+    assert rows["echo_criteria"]["flagged"]
+    assert not rows["empty"]["flagged"] and not rows["refusal"]["flagged"]
+
+
+def test_probes_do_not_flag_a_strong_rubric(team, world, endpoint, django_capture_on_commit_callbacks):
+    strong = rubric_task(team, world, [
+        ("States the exact purchase price", 5, {"check": "regex", "pattern": r"purchase price (is|of) \$12,000,000", "flags": "i"}),
+        ("Hedges between several values", -5, {"check": "contains", "value": "could be"}),
+    ])
+    rows = run_probes(strong, team, endpoint, django_capture_on_commit_callbacks)
+    assert not [kind for kind, row in rows.items() if row["flagged"]]
+    assert all(row["grade"].status == GradeStatus.GRADED for row in rows.values())
+
+
+def test_model_written_cheats_join_the_suite(team, world, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    env_task = rubric_task(team, world, [("Mentions the number 12", 5, {"check": "contains", "value": "12"})])
+    fake_llm.script(Reply(structured={"answers": ["Roughly 12 or so.", "See attached."]}))
+    with django_capture_on_commit_callbacks(execute=False):
+        run = probe_run_start(env_task=env_task, user=team.author, judge_endpoint=endpoint, cheat_endpoint=endpoint)
+    for grade in Grade.objects.filter(probe__run=run):
+        grade_execute(grade_id=grade.pk)
+    cheats = [row for row in probe_results(run=run) if row["probe"].kind == "model_cheat"]
+    assert [row["flagged"] for row in cheats] == [True, False]
+
+
+@pytest.fixture
+def graded_batch(team, world, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    """Four trajectories with answers $12m, $12m, $15m, nothing useful; graded by checks."""
+    env_task = rubric_task(team, world, [
+        ("States $12m", 5, {"check": "contains", "value": "$12m"}),
+        ("Says 'price'", 1, {"check": "contains", "value": "price"}),
+    ])
+    answers = iter(["The price is $12m.", "It is $12m.", "The price is $15m.", "No idea."])
+    fake_llm.responder = lambda request: Reply(content=next(answers))
+    with django_capture_on_commit_callbacks(execute=False):
+        batch = rollout_services.rollout_batch_start(env_task=env_task, user=team.author, endpoint=endpoint, n=4)
+    for rollout in batch.rollouts.order_by("index"):
+        with django_capture_on_commit_callbacks(execute=False):
+            rollout_execute(rollout_id=rollout.pk)
+    for grade in Grade.objects.filter(rollout__batch=batch):
+        grade_execute(grade_id=grade.pk)
+    return batch
+
+
+def test_difficulty_is_pass_at_k_over_the_batch(graded_batch):
+    result = difficulty(batch=graded_batch)
+    assert (result["n"], result["c"]) == (4, 2)
+    assert dict(result["curve"]) == {1: pytest.approx(0.5), 2: pytest.approx(1 - 1 / 6), 4: 1.0}
+    assert result["band"] == "learnable"
+
+
+def test_expert_verdicts_give_per_criterion_confusion(graded_batch, team):
+    rollouts = list(graded_batch.rollouts.order_by("index"))
+    price = graded_batch.rubric_version.criteria.get(text="Says 'price'")
+    expert_verdict_set(rollout=rollouts[0], criterion=price, user=team.author, met=False)  # judge: met → a false positive
+    expert_verdict_set(rollout=rollouts[1], criterion=price, user=team.author, met=True)  # judge: not met → a false negative
+    row = next(r for r in criterion_agreement(rubric_version=graded_batch.rubric_version) if r["criterion"] == price)
+    assert (row["confusion"]["tp"], row["confusion"]["fp"], row["confusion"]["fn"], row["confusion"]["tn"]) == (1, 1, 1, 1)
+    assert row["confusion"]["f1"] == pytest.approx(0.5) and row["expert_marks"] == 2
+
+
+def test_ranking_agreement_and_the_low_agreement_warning(graded_batch, team):
+    rollouts = list(graded_batch.rollouts.order_by("index"))
+    ranking_set(batch=graded_batch, user=team.author, order=[r.pk for r in rollouts])  # the rubric agrees (ties aside)
+    good = ranking_agreement(batch=graded_batch, user=team.author)
+    assert good["tau"] > 0.8 and good["rho"] > 0.8 and not good["warning"]
+    ranking_set(batch=graded_batch, user=team.author, order=[r.pk for r in reversed(rollouts)])
+    bad = ranking_agreement(batch=graded_batch, user=team.author)
+    assert bad["tau"] < 0 and "Low agreement" in bad["warning"]
+    with pytest.raises(ApplicationError, match="exactly once"):
+        ranking_set(batch=graded_batch, user=team.author, order=[rollouts[0].pk])
+
+
+def test_failed_rollouts_count_as_not_passed(graded_batch):
+    Rollout.objects.filter(batch=graded_batch, index=3).update(status=RolloutStatus.FAILED)
+    assert difficulty(batch=graded_batch)["n"] == 4
+
+
+def test_outsiders_cannot_judge(graded_batch, other_team):
+    from django.http import Http404
+
+    with pytest.raises(Http404):
+        ranking_set(batch=graded_batch, user=other_team.author, order=[])
+
+
+def test_a_reviewer_may_judge_but_the_criterion_must_be_this_tasks(graded_batch, team, world):
+    other = factories.env_task(world, team.author, title="Other")
+    with pytest.raises(ApplicationError, match="another task"):
+        expert_verdict_set(rollout=graded_batch.rollouts.first(), criterion=other.rubric_versions.get().criteria.first(), user=team.reviewer, met=True)
