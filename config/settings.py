@@ -281,6 +281,7 @@ LOGGING = {
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "django.db.backends": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
+        "mcp": {"level": "WARNING"},  # the SDK logs every stateless request's start and stop
     },
 }
 

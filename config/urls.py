@@ -4,6 +4,7 @@ from django.urls import include, path
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/", include("config.api_urls")),
+    path("mcp/", include("workspace.mcp.urls")),  # MCP over streamable HTTP (token-authenticated)
     path("", include("accounts.urls")),
     path("", include("authoring.urls")),
     path("", include("reviews.urls")),
