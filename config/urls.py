@@ -10,4 +10,5 @@ urlpatterns = [
     path("", include("reviews.urls")),
     path("", include("packs.urls")),
     path("", include("llm.urls")),
+    path("", include("workspace.urls")),
 ]

@@ -1,0 +1,134 @@
+"""An overlay's changes against its world as readable diffs, and the sandboxes of a
+world: overlays people open to try the apps, created and deleted from the world page."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.selectors import membership_for
+from authoring.models import DocumentKind, World
+from authoring.selectors import world_get_for_user
+from core.exceptions import ApplicationError
+from core.views import UNPROCESSABLE
+from workspace.models import OverlayPurpose
+from workspace.selectors import overlay_diff, overlay_get_for_user, overlay_list_for_user
+from workspace.services import overlay_create, overlay_delete
+from workspace.views.common import APP_KINDS, OVERLAYS, anchor, render_screen, scope_get
+
+CHANGES_TEMPLATE = "workspace/overlay_changes.html"
+SANDBOXES_TEMPLATE = "workspace/world_sandboxes.html"
+APPS = {kind: app for app, kind in APP_KINDS.items()}
+MAX_DIFF_LINES = 1_500
+VERBS = {(DocumentKind.EMAIL, "added"): "Sent", (DocumentKind.CHAT, "added"): "Posted", (DocumentKind.EVENT, "added"): "Created",
+         (DocumentKind.EVENT, "modified"): "Updated"}
+NOUNS = {DocumentKind.FILE: "file", DocumentKind.EMAIL: "email", DocumentKind.CHAT: "chat message", DocumentKind.EVENT: "event"}
+
+
+def _line_class(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "meta"
+    if line.startswith("@@"):
+        return "hunk"
+    return {"+": "add", "-": "del"}.get(line[:1], "context")
+
+
+def _lines(change) -> tuple[list[tuple[str, str]], int]:
+    """(css class, text) per line, capped; an added or deleted item is shown whole."""
+    if change.action == "added":
+        lines = [("add", line) for line in change.after.splitlines()]
+    elif change.action == "deleted":
+        lines = [("del", line) for line in change.before.splitlines()]
+    else:
+        lines = [(_line_class(line), line) for line in change.diff.splitlines()]
+    return lines[:MAX_DIFF_LINES], max(len(lines) - MAX_DIFF_LINES, 0)
+
+
+def _summary(changes: list) -> list[str]:
+    """'2 files added · 1 email sent · …' in app order."""
+    counts: dict[tuple[str, str], int] = {}
+    for c in changes:
+        counts[(c.kind, c.action)] = counts.get((c.kind, c.action), 0) + 1
+    return [
+        f"{n} {NOUNS[kind]}{'s' if n != 1 else ''} {VERBS.get((kind, action), action).lower()}"
+        for kind in APP_KINDS.values() for action in ("added", "modified", "deleted") if (n := counts.get((kind, action), 0))
+    ]
+
+
+@login_required
+@require_GET
+def overlay_changes(request: HttpRequest, pk: int) -> HttpResponse:
+    s = scope_get(request, OVERLAYS, pk)
+    changes = overlay_diff(overlay=s.overlay)
+    app = request.GET.get("app") if request.GET.get("app") in APP_KINDS else ""
+    by_app = {a: sum(1 for c in changes if APPS[c.kind] == a) for a in APP_KINDS}
+    rows = []
+    for change in changes:
+        if app and APPS[change.kind] != app:
+            continue
+        lines, hidden = _lines(change)
+        chat = s.workspace.chat_message(change.path) if change.kind == DocumentKind.CHAT else None
+        email = s.workspace.email(change.path) if change.kind == DocumentKind.EMAIL else None
+        event = s.workspace.event(change.path) if change.kind == DocumentKind.EVENT else None
+        title = (email.subject or "(no subject)" if email else f"Message in #{chat.channel.lstrip('#')}" if chat
+                 else event.subject or "(no title)" if event else change.path)
+        rows.append({"change": change, "app": APPS[change.kind], "noun": NOUNS[change.kind], "lines": lines, "hidden_lines": hidden,
+                     "channel": chat.channel.lstrip("#") if chat else "", "title": title, "verb": VERBS.get((change.kind, change.action), change.action.capitalize()), "anchor": anchor(change.path)})
+    filters = [("", f"All {len(changes)}"), *((a, f"{a.capitalize()} {n}") for a, n in by_app.items() if n or a == app)]
+    context = {"scope": s, "app": "changes", "filter": app, "filters": filters, "changes_url": reverse("overlay-changes", args=[pk]), "rows": rows, "summary": _summary(changes), "total": len(changes),
+               "by_app": by_app}
+    return render_screen(request, CHANGES_TEMPLATE, context, partials=("replica-changes",))
+
+
+def _sandboxes_context(request: HttpRequest, world: World, **extra) -> dict:
+    membership = membership_for(user=request.user, project_id=world.project_id)
+    sandboxes = (overlay_list_for_user(user=request.user, world_id=world.pk).filter(purpose=OverlayPurpose.SANDBOX)
+                 .select_related("created_by").annotate(entry_count=Count("entries")))
+    return {"world": world, "project": world.project, "sandboxes": sandboxes, "can_author": bool(membership and membership.can_author),
+            **extra}
+
+
+def _sandboxes_response(request: HttpRequest, world: World, error: ApplicationError | None = None, **extra) -> HttpResponse:
+    context = _sandboxes_context(request, world, error=error.message if error else None, **extra)
+    template = SANDBOXES_TEMPLATE + ("#replica-sandboxes" if request.htmx and not request.htmx.history_restore_request else "")
+    return render(request, template, context, status=UNPROCESSABLE if error else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def world_sandboxes(request: HttpRequest, pk: int) -> HttpResponse:
+    """The world's sandboxes (the world page loads this as a fragment); a POST creates one."""
+    world = world_get_for_user(user=request.user, pk=pk)
+    if request.method == "GET":
+        return _sandboxes_response(request, world)
+    label = request.POST.get("label", "")
+    try:
+        overlay = overlay_create(world=world, user=request.user, label=label, purpose=OverlayPurpose.SANDBOX)
+    except ApplicationError as error:
+        return _sandboxes_response(request, world, error, label=label)
+    if not request.htmx:
+        return redirect("replica-drive", OVERLAYS, overlay.pk)
+    return _sandboxes_response(request, world, created=overlay.pk)
+
+
+@login_required
+@require_POST
+def sandbox_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    overlay = overlay_get_for_user(user=request.user, pk=pk)
+    world = overlay.world
+    try:
+        if overlay.purpose != OverlayPurpose.SANDBOX:
+            raise ApplicationError("This workspace belongs to a trial run and is kept for grading; only sandboxes are deleted here.")
+        overlay_delete(overlay=overlay, user=request.user)
+    except ApplicationError as error:
+        if request.htmx:
+            return _sandboxes_response(request, world, error)
+        messages.error(request, error.message)
+        return redirect("replica-drive", OVERLAYS, overlay.pk)
+    if request.htmx:
+        return _sandboxes_response(request, world)
+    messages.success(request, "The sandbox was deleted. The world was never changed by it.")
+    return redirect("world-editor", pk=world.pk)
