@@ -9,6 +9,8 @@ from authoring import apis as authoring_apis
 from llm import apis as llm_apis
 from packs import apis as packs_apis
 from reviews import apis as reviews_apis
+from rollouts import apis as rollouts_apis
+from rollouts import quality_apis
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -47,6 +49,23 @@ urlpatterns = [
     path("model-endpoints/", llm_apis.ModelEndpointListApi.as_view(), name="api-model-endpoints"),
     path("model-endpoints/<str:pk>/", llm_apis.ModelEndpointDetailApi.as_view(), name="api-model-endpoint"),
     path("model-calls/", authoring_apis.ModelCallListApi.as_view(), name="api-model-calls"),
+    # rollouts: trial batches, rollouts, steps
+    path("tasks/<str:pk>/batches/", rollouts_apis.TaskBatchListApi.as_view(), name="api-task-batches"),
+    path("batches/<str:pk>/", rollouts_apis.BatchDetailApi.as_view(), name="api-batch"),
+    path("batches/<str:pk>/rollouts/", rollouts_apis.BatchRolloutListApi.as_view(), name="api-batch-rollouts"),
+    path("batches/<str:pk>/cancel/", rollouts_apis.BatchCancelApi.as_view(), name="api-batch-cancel"),
+    path("rollouts/<str:pk>/", rollouts_apis.RolloutDetailApi.as_view(), name="api-rollout"),
+    path("steps/<str:pk>/comments/", rollouts_apis.StepCommentListApi.as_view(), name="api-step-comments"),
+    # rollouts: verifier quality (grades, expert verdicts, ranking, regrade, difficulty, probes, grading settings)
+    path("batches/<str:pk>/grades/", quality_apis.BatchGradesApi.as_view(), name="api-batch-grades"),
+    path("batches/<str:pk>/expert-verdicts/", quality_apis.ExpertVerdictApi.as_view(), name="api-batch-expert-verdicts"),
+    path("batches/<str:pk>/agreement/", quality_apis.BatchAgreementApi.as_view(), name="api-batch-agreement"),
+    path("batches/<str:pk>/ranking/", quality_apis.BatchRankingApi.as_view(), name="api-batch-ranking"),
+    path("batches/<str:pk>/regrade/", quality_apis.BatchRegradeApi.as_view(), name="api-batch-regrade"),
+    path("batches/<str:pk>/difficulty/", quality_apis.BatchDifficultyApi.as_view(), name="api-batch-difficulty"),
+    path("tasks/<str:pk>/probe-runs/", quality_apis.ProbeRunListApi.as_view(), name="api-task-probe-runs"),
+    path("probe-runs/<str:pk>/", quality_apis.ProbeRunDetailApi.as_view(), name="api-probe-run"),
+    path("tasks/<str:pk>/rubric/settings/", quality_apis.RubricSettingsApi.as_view(), name="api-task-rubric-settings"),
     # reviews
     path("tasks/<str:pk>/submit/", reviews_apis.EnvTaskSubmitApi.as_view(), name="api-task-submit"),
     path("submissions/", reviews_apis.SubmissionListApi.as_view(), name="api-submissions"),

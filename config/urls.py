@@ -7,6 +7,8 @@ urlpatterns = [
     path("mcp/", include("workspace.mcp.urls")),  # MCP over streamable HTTP (token-authenticated)
     path("", include("accounts.urls")),
     path("", include("authoring.urls")),
+    path("", include("rollouts.urls")),
+    path("", include("rollouts.quality_urls")),
     path("", include("reviews.urls")),
     path("", include("packs.urls")),
     path("", include("llm.urls")),

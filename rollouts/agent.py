@@ -11,6 +11,7 @@ import json
 import logging
 import time
 from datetime import timedelta
+from decimal import Decimal
 
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
@@ -19,13 +20,14 @@ from django.utils import timezone
 from llm.client import chat
 from llm.errors import ModelError
 from llm.models import CallPurpose
-from rollouts.models import BatchMode, Rollout, RolloutStatus, Step, StepKind
+from rollouts.models import BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepKind
 from workspace.models import OverlayPurpose
 from workspace.services import overlay_create
 from workspace.tools import Workspace, execute, tool_specs
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
+CANCEL_CHECK_SECONDS = 1.0
 
 
 class _Stop(Exception):
@@ -101,24 +103,47 @@ def _messages(rollout: Rollout, steps: list[Step]) -> list[dict]:
     return messages
 
 
-def _save_step(rollout: Rollout, index: int, **fields) -> Step:
+def _save_step(rollout: Rollout, steps: list[Step], **fields) -> Step:
+    """Save the next step and append it to `steps`, the rollout's saved steps in order; a
+    model step updates the rollout's token and cost totals in the same transaction, as
+    sums over its saved steps, so a resumed rollout's totals are right too."""
     try:
         with transaction.atomic():  # a savepoint: the caller's transaction survives a clash
-            return Step.objects.create(rollout=rollout, index=index, **fields)
+            step = Step.objects.create(rollout=rollout, index=len(steps), **fields)
+            if step.kind == StepKind.MODEL:
+                saved = [*steps, step]
+                Rollout.objects.filter(pk=rollout.pk).update(
+                    input_tokens=sum(s.input_tokens for s in saved), output_tokens=sum(s.output_tokens for s in saved),
+                    cost=sum((s.cost for s in saved), Decimal("0")),
+                )
     except IntegrityError:
         # Another delivery of this rollout saved this step: let that one carry on.
         raise _Stop(RolloutStatus.RUNNING, "duplicate delivery") from None
+    steps.append(step)
+    return step
 
 
-def _check(rollout: Rollout, deadline) -> None:
-    batch_cancelled = Rollout.objects.filter(pk=rollout.pk, batch__cancelled_at__isnull=False).exists()
-    if batch_cancelled:
-        raise _Stop(RolloutStatus.CANCELLED, "Cancelled while running.")
-    if timezone.now() > deadline:
-        raise _Stop(RolloutStatus.FAILED, f"Stopped at the time limit of {rollout.batch.time_limit_seconds} s.")
+class _Checks:
+    """The stops checked before each model call: the time limit, and the batch's cancel.
+    The cancel is read from the database at most every CANCEL_CHECK_SECONDS: a query per
+    step is a large part of a step's CPU when calls are fast, and "within seconds" is all
+    a cancel promises."""
+
+    def __init__(self, rollout: Rollout, deadline) -> None:
+        self.rollout, self.deadline = rollout, deadline
+        self.cancel_checked_at: float | None = None
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if self.cancel_checked_at is None or now - self.cancel_checked_at >= CANCEL_CHECK_SECONDS:
+            self.cancel_checked_at = now
+            if RolloutBatch.objects.filter(pk=self.rollout.batch_id, cancelled_at__isnull=False).exists():
+                raise _Stop(RolloutStatus.CANCELLED, "Cancelled while running.")
+        if timezone.now() > self.deadline:
+            raise _Stop(RolloutStatus.FAILED, f"Stopped at the time limit of {self.rollout.batch.time_limit_seconds} s.")
 
 
-def _run_tools(rollout: Rollout, workspace: Workspace, calls: list[dict], next_index: int, done_ids: set[str]) -> int:
+def _run_tools(rollout: Rollout, workspace: Workspace, calls: list[dict], steps: list[Step], done_ids: set[str]) -> None:
     for call in calls:
         if call["id"] in done_ids:
             continue
@@ -126,34 +151,31 @@ def _run_tools(rollout: Rollout, workspace: Workspace, calls: list[dict], next_i
         arguments = call.get("arguments") if call.get("arguments") is not None else call.get("raw_arguments", "")
         result = execute(workspace=workspace, name=call["name"], arguments=arguments)
         _save_step(
-            rollout, next_index, kind=StepKind.TOOL, tool_call_id=call["id"], tool_name=call["name"][:100],
+            rollout, steps, kind=StepKind.TOOL, tool_call_id=call["id"], tool_name=call["name"][:100],
             arguments=call.get("arguments") if call.get("arguments") is not None else {"raw": call.get("raw_arguments", "")},
             text=result.text, is_error=result.is_error, latency_ms=int((time.monotonic() - started) * 1000),
         )
-        next_index += 1
-    return next_index
 
 
 def _loop(rollout: Rollout) -> str:
     batch = rollout.batch
     if batch.endpoint is None:
         raise _Stop(RolloutStatus.FAILED, "The model endpoint of this batch was deleted.")
-    deadline = rollout.started_at + timedelta(seconds=batch.time_limit_seconds)
+    check = _Checks(rollout, rollout.started_at + timedelta(seconds=batch.time_limit_seconds))
     with_tools = batch.mode == BatchMode.TOOLS
     workspace = Workspace(batch.env_task.world, _overlay(rollout)) if with_tools else None
     tools = tool_specs(writable=True) if with_tools else None
+    # Read once; from here on each saved step is appended (_save_step), never read again.
     steps = list(rollout.steps.order_by("index"))
-    next_index = len(steps)
     # Resume: tool calls of the last model step that have no saved result yet.
     if (steps and steps[-1].kind == StepKind.MODEL and steps[-1].tool_calls) or (steps and steps[-1].kind == StepKind.TOOL):
         last_model = next(s for s in reversed(steps) if s.kind == StepKind.MODEL)
         done = {s.tool_call_id for s in steps if s.kind == StepKind.TOOL and s.index > last_model.index}
-        next_index = _run_tools(rollout, workspace, last_model.tool_calls, next_index, done)
-        steps = list(rollout.steps.order_by("index"))
+        _run_tools(rollout, workspace, last_model.tool_calls, steps, done)
     elif steps and steps[-1].kind == StepKind.MODEL and not steps[-1].tool_calls:
         return steps[-1].text  # the final answer was saved before the worker died
     while True:
-        _check(rollout, deadline)
+        check()
         model_steps = sum(1 for s in steps if s.kind == StepKind.MODEL)
         if model_steps >= batch.max_steps:
             raise _Stop(RolloutStatus.FAILED, f"Reached the limit of {batch.max_steps} model steps without a final answer.")
@@ -161,20 +183,15 @@ def _loop(rollout: Rollout) -> str:
             endpoint=batch.endpoint, messages=_messages(rollout, steps), purpose=CallPurpose.ROLLOUT, project_id=batch.project_id,
             tools=tools, temperature=batch.temperature, max_tokens=batch.max_output_tokens,
         )
-        calls = [{"id": c.id or f"call_{next_index}_{i}", "name": c.name, "arguments": c.arguments, "raw_arguments": c.raw_arguments} for i, c in enumerate(result.tool_calls)]
+        calls = [{"id": c.id or f"call_{len(steps)}_{i}", "name": c.name, "arguments": c.arguments, "raw_arguments": c.raw_arguments} for i, c in enumerate(result.tool_calls)]
         if calls and not with_tools:
             calls = []  # a no-tools baseline has nothing to call: its text is its answer
         _save_step(
-            rollout, next_index, kind=StepKind.MODEL, text=result.text, tool_calls=calls, input_tokens=result.input_tokens,
+            rollout, steps, kind=StepKind.MODEL, text=result.text, tool_calls=calls, input_tokens=result.input_tokens,
             output_tokens=result.output_tokens, cost=result.cost, latency_ms=result.latency_ms, finish_reason=result.finish_reason[:40],
         )
-        Rollout.objects.filter(pk=rollout.pk).update(
-            input_tokens=F("input_tokens") + result.input_tokens, output_tokens=F("output_tokens") + result.output_tokens, cost=F("cost") + result.cost
-        )
-        next_index += 1
         if not calls:
             if not result.text.strip():
                 raise _Stop(RolloutStatus.FAILED, "The model ended without a final answer (an empty reply).")
             return result.text
-        next_index = _run_tools(rollout, workspace, calls, next_index, set())
-        steps = list(rollout.steps.order_by("index"))
+        _run_tools(rollout, workspace, calls, steps, set())

@@ -30,10 +30,14 @@ from authoring.models import (
 )
 from authoring.services import drafting
 from authoring.services.uploads import document_upload
+from authoring.services.world_transfer import world_export_archive
 from llm.models import ModelEndpoint
 from packs.models import Pack
 from reviews import services as review_services
 from reviews.models import Review, Submission
+from rollouts.agent import rollout_execute
+from rollouts.models import ExpertVerdict, Grade, ProbeRun, Ranking, Rollout, RolloutBatch, StepComment
+from rollouts.services import rollout_batch_start
 from tests import factories
 
 ALLOWED, REFUSED, HIDDEN = "allowed", "refused", "hidden"
@@ -96,9 +100,42 @@ ROUTES = [
     Route("document-download", "drafted", "get"),
     Route("document-source-download", "uploaded", "get"),
     Route("document-version-restore", "version", "post", (("revision", "rev:drafted"),), "author"),
+    # world export / import (APEX-Agents layout)
+    Route("world-export", "full_world", "get", (), "author"),
+    Route("world-import", "project", "post", (("archive", "worldzip:full_world"),), "author"),
+    # trial runs: the task page's panel, batches, trajectories, comments, criteria from steps
+    Route("task-trials", "task", "get", htmx=True),
+    Route("task-trials", "task", "post", (
+        ("endpoint", "trial_endpoint"), ("n", "1"), ("mode", "tools"), ("temperature", ""), ("max_steps", "5"),
+        ("max_output_tokens", "1000"), ("time_limit_seconds", "60"), ("system_prompt", "Be brief."),
+    ), "author"),
+    Route("batch-detail", "batch", "get"),
+    Route("batch-detail", "batch", "get", htmx=True),
+    Route("batch-cancel", "batch", "post", (), "author"),
+    Route("batch-compare", "batch", "get"),
+    Route("rollout-detail", "rollout", "get"),
+    Route("rollout-detail", "rollout", "get", htmx=True),
+    Route("rollout-steps", "rollout", "get", htmx=True),
+    Route("step-comment-add", "step", "post", (("text", "Noted."),)),
+    Route("step-criterion", "step", "get"),
+    Route("step-criterion", "step", "post", (("text", "From a step"), ("points", "1"), ("tag", "important"), ("revision", "rev:rubric")), "author"),
+    # verifier quality: the task page's Verifier panel and the batch quality page. Every member reads them;
+    # authors and reviewers ("any" role here) set expert verdicts and rankings; only authors change the
+    # rubric's grading settings, run probes (they spend model calls) and regrade.
+    Route("task-verifier", "task", "get"),
+    Route("task-verifier", "task", "get", htmx=True),
+    Route("task-judge-prompt", "task", "get", htmx=True),
+    Route("task-probes", "task", "get", htmx=True),
+    Route("task-probes", "task", "post", (("judge_endpoint", "trial_endpoint"),), "author"),
+    Route("task-rubric-settings", "task", "post", (("pass_threshold", "0.5"), ("judge_samples", "3"), ("revision", "rev:rubric")), "author"),
+    Route("batch-quality", "quality_batch", "get"),
+    Route("batch-quality", "quality_batch", "get", htmx=True),
+    Route("batch-expert-verdict", "quality_batch", "post", (("rollout", "ranked"), ("criterion", "judged_criterion"), ("verdict", "not_met"))),
+    Route("batch-ranking", "quality_batch", "post", (("order", "ranked"),)),
+    Route("batch-regrade", "quality_batch", "post", (), "author"),
 ]
 # Refusals that come back as a message on a redirect rather than a 422 fragment.
-REFUSED_BY_REDIRECT = {"task-submit", "submission-release", "world-upload", "document-version-restore"}
+REFUSED_BY_REDIRECT = {"task-submit", "submission-release", "world-upload", "document-version-restore", "world-export", "world-import"}
 ROLES = ["author", "reviewer", "admin"]
 MAY = {"any": set(ROLES), "author": {"author", "admin"}, "review": {"reviewer", "admin"}, "admin": {"admin"}}
 
@@ -119,6 +156,13 @@ def fingerprint() -> tuple:
         list(DraftJob.objects.values_list("pk", "status")),
         list(SkeletonProposal.objects.values_list("pk", "status", "items")),
         list(ModelEndpoint.objects.values_list("pk", "name", "kind", "enabled")),
+        list(RolloutBatch.objects.values_list("pk", "cancelled_at")),
+        list(Rollout.objects.values_list("pk", "status")),
+        StepComment.objects.count(),
+        list(Grade.objects.values_list("pk", "rubric_version", "status")),
+        list(ExpertVerdict.objects.values_list("pk", "met")),
+        list(Ranking.objects.values_list("pk", "order")),
+        ProbeRun.objects.count(),
     )
 
 
@@ -166,12 +210,42 @@ def _drafting(team, o: dict) -> None:
     )
 
 
+def _transfer(team, o: dict) -> None:
+    """A world that can be exported: its one document has content."""
+    world = factories.world(team.project, team.author, title="Exportable", documents=0)
+    authoring_services.document_create(world=world, user=team.author, path="Deal/Terms.md", content="# Terms\n\nThe price is $12m.")
+    o.update(full_world=world)
+
+
+def _rollouts(team, o: dict) -> None:
+    """A batch of two on the task, on a scripted endpoint: rollout 1 run to its end by the
+    agent in-process (the scripted model needs no network), rollout 2 still queued (its
+    enqueue waits for a commit that never comes in these tests)."""
+    endpoint = ModelEndpoint.objects.create(name="Sample trials", kind="scripted")
+    batch = rollout_batch_start(env_task=o["task"], user=team.author, endpoint=endpoint, n=2)
+    rollout = batch.rollouts.get(index=0)
+    rollout_execute(rollout_id=rollout.pk)
+    o.update(trial_endpoint=endpoint, batch=batch, rollout=rollout, step=rollout.steps.order_by("index").first())
+
+
+def _quality(team, o: dict) -> None:
+    """The trial batch once the rubric moved on: a criterion added after it (rubric version 2), so a
+    regrade has something to grade; its completed rollout is the one to rank and judge."""
+    batch, task = o["batch"], o["task"]
+    rubric = task.rubric_versions.order_by("-number").first()
+    authoring_services.criterion_add(env_task=task, user=team.author, base_revision=rubric.revision, text="Added after the trials", points=1)
+    o.update(quality_batch=batch, judged_criterion=batch.rubric_version.criteria.first(), ranked=o["rollout"])
+
+
 # name → the group that builds it (each group after the ones it builds on)
-GROUPS = {"base": _base, "review": _review, "drafting": _drafting}
+GROUPS = {"base": _base, "review": _review, "drafting": _drafting, "transfer": _transfer, "rollouts": _rollouts, "quality": _quality}
 BUILT_BY = {
     **dict.fromkeys(("project", "world", "document", "task", "task2", "criterion"), "base"),
     **dict.fromkeys(("submission", "pack", "approved"), "review"),
     **dict.fromkeys(("endpoint", "drafted", "version", "run", "job", "proposal", "uploaded"), "drafting"),
+    "full_world": "transfer",
+    **dict.fromkeys(("trial_endpoint", "batch", "rollout", "step"), "rollouts"),
+    **dict.fromkeys(("quality_batch", "judged_criterion", "ranked"), "quality"),
 }
 
 
@@ -191,7 +265,7 @@ class Objects(dict):
 
     def prepare(self, route: Route) -> None:
         """Build everything the route names before the test takes its fingerprint."""
-        for name in [*route.obj.split(","), *(v.removeprefix("rev:") for _, v in route.data)]:
+        for name in [*route.obj.split(","), *(v.removeprefix("rev:").removeprefix("worldzip:") for _, v in route.data)]:
             if name in BUILT_BY:
                 self[name]  # builds its group
 
@@ -217,6 +291,9 @@ def _value(value: str, objects: dict) -> str:
         return str(objects[value].pk)
     if value.startswith("upload:"):
         return SimpleUploadedFile(value[7:], b"# Notes\n\nThe price is $12m.\n")
+    if value.startswith("worldzip:"):
+        with world_export_archive(world=objects[value[9:]]) as archive:
+            return SimpleUploadedFile("world.zip", archive.read(), content_type="application/zip")
     if value.startswith("rev:"):
         name = value[4:]
         if name == "rubric":

@@ -11,6 +11,8 @@ its own database connection, sees what the test wrote and the test sees what it 
   a message left by an earlier run cannot be picked up.
 - Ready: the fixture waits for the worker's "ready." log line; on a test failure the
   worker's log is attached to the report.
+- More workers (a test that kills one and starts the next): start_worker(), which does
+  not purge, and stop_worker().
 """
 
 import os
@@ -99,25 +101,26 @@ def _stop(worker: WorkerProcess) -> None:
         worker.process.wait(timeout=10)
 
 
-@pytest.fixture
-def celery_worker_process(transactional_db, tmp_path_factory) -> Iterator[WorkerProcess]:
-    broker_url = settings.CELERY_BROKER_URL
-    if not broker_url.startswith("filesystem://"):
-        purge_queues(WORKER_QUEUES)
+def start_worker(log_dir: Path, *, concurrency: int = 2, queues: tuple[str, ...] = WORKER_QUEUES) -> WorkerProcess:
+    """Start a worker subprocess on the test database and the real broker and wait until it
+    is ready. It does not purge the queues: a test that kills a worker starts the next one
+    with this, and what the killed worker left behind must still be there. The caller
+    stops it (stop_worker). The environment is this process's, read now: a variable a test
+    sets (CELERY_VISIBILITY_TIMEOUT) reaches the worker."""
     nodename = f"test-{uuid.uuid4().hex[:8]}@localhost"
     env = {
         **os.environ,
         "DATABASE_URL": database_url_for_subprocess(),
-        "CELERY_BROKER_URL": broker_url,
+        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
         "MEDIA_ROOT": str(settings.MEDIA_ROOT),
         "DEBUG": os.environ.get("DEBUG") or "1",
         "CELERY_TASK_ALWAYS_EAGER": "0",
         "PYTHONUNBUFFERED": "1",
     }
-    log_path = tmp_path_factory.mktemp("celery-worker") / "worker.log"
+    log_path = Path(log_dir) / f"worker-{nodename.partition('@')[0]}.log"
     command = [
         sys.executable, "-m", "celery", "-A", "config", "worker",
-        "-Q", ",".join(WORKER_QUEUES), "--pool", "threads", "-c", "2", "-l", "info", "-n", nodename,
+        "-Q", ",".join(queues), "--pool", "threads", "-c", str(concurrency), "-l", "info", "-n", nodename,
         "--without-gossip", "--without-mingle", "--without-heartbeat",
     ]
     with log_path.open("wb") as log:
@@ -125,6 +128,21 @@ def celery_worker_process(transactional_db, tmp_path_factory) -> Iterator[Worker
     worker = WorkerProcess(process=process, log_path=log_path, nodename=nodename)
     try:
         _wait_until_ready(worker, READY_TIMEOUT)
+    except BaseException:
+        stop_worker(worker)
+        raise
+    return worker
+
+
+stop_worker = _stop
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db, tmp_path_factory) -> Iterator[WorkerProcess]:
+    if not settings.CELERY_BROKER_URL.startswith("filesystem://"):
+        purge_queues(WORKER_QUEUES)
+    worker = start_worker(tmp_path_factory.mktemp("celery-worker"))
+    try:
         yield worker
     finally:
         _stop(worker)

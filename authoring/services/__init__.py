@@ -18,6 +18,7 @@ from authoring.services.tasks import (
     env_task_set_status,
     env_task_snapshot,
     env_task_update,
+    rubric_settings_update,
     rubric_version_editable,
     rubric_version_freeze,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "env_task_set_status",
     "env_task_snapshot",
     "env_task_update",
+    "rubric_settings_update",
     "rubric_version_editable",
     "rubric_version_freeze",
     "world_create",

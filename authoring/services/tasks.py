@@ -253,6 +253,47 @@ def criterion_move(*, criterion: Criterion, user, base_revision: int | None, dir
     return _touch(rubric, user)
 
 
+MAX_JUDGE_SAMPLES = 9
+
+
+def _clean_grading_settings(*, pass_threshold: object, all_must_pass: object, judge_samples: object) -> dict:
+    try:
+        threshold = float(pass_threshold)
+    except (TypeError, ValueError):
+        raise ApplicationError("The pass threshold must be a number between 0 and 1.") from None
+    if not 0 <= threshold <= 1:  # also refuses NaN
+        raise ApplicationError("The pass threshold must be between 0 and 1 (a score at or above it passes).")
+    try:
+        samples = int(judge_samples)
+    except (TypeError, ValueError):
+        raise ApplicationError("Judge samples must be a whole number.") from None
+    if not 1 <= samples <= MAX_JUDGE_SAMPLES:
+        raise ApplicationError(f"Judge samples must be between 1 and {MAX_JUDGE_SAMPLES} (an odd number avoids ties; a tie counts as not met).")
+    if not isinstance(all_must_pass, bool):
+        raise ApplicationError("All-must-pass is either on or off.")
+    return {"pass_threshold": round(threshold, 4), "all_must_pass": all_must_pass, "judge_samples": samples}
+
+
+@transaction.atomic
+def rubric_settings_update(
+    *, env_task: EnvTask, user, base_revision: int | None, pass_threshold: float, all_must_pass: bool, judge_samples: int,
+) -> RubricVersion:
+    """How the rubric turns verdicts into a grade. Versioned with the criteria: changing a
+    frozen version's settings starts a new version, as a criterion edit does. Saving the
+    settings unchanged changes nothing (and makes no version)."""
+    fields = _clean_grading_settings(pass_threshold=pass_threshold, all_must_pass=all_must_pass, judge_samples=judge_samples)
+    author_membership(user=user, project_id=env_task.project_id)
+    current = env_task.rubric_versions.order_by("-number").first()
+    if current is not None and all(getattr(current, name) == value for name, value in fields.items()):
+        check_revision(obj=current, base_revision=base_revision, fields={}, label="The rubric")
+        return current
+    rubric = _rubric_for_edit(env_task=env_task, user=user, base_revision=base_revision)
+    for name, value in fields.items():
+        setattr(rubric, name, value)
+    rubric.save(update_fields=list(fields))
+    return _touch(rubric, user)
+
+
 def env_task_snapshot(*, env_task: EnvTask, rubric_version: RubricVersion) -> dict:
     """Everything a reviewer and a pack need, frozen: the task, its rubric and its world."""
     world = env_task.world

@@ -286,7 +286,7 @@ def _task_context(request: HttpRequest, env_task: EnvTask, form=None, **extra) -
         "form": form,
         "can_author": membership.can_author,
         "editable": membership.can_author and env_task.is_editable,
-        "criterion_form": CriterionForm(),
+        "criterion_form": CriterionForm(auto_id="new-criterion-%s"),
         **selectors.rubric_summary(rubric_version=rubric),
         **extra,
     }
@@ -298,6 +298,8 @@ def task_editor(request: HttpRequest, pk: int) -> HttpResponse:
     env_task = selectors.env_task_get_for_user(user=request.user, pk=pk)
     template = "authoring/task_editor.html"
     if request.method == "GET":
+        if request.htmx and request.GET.get("part") == "rubric":  # refreshed when the verifier panel changes the rubric
+            return render(request, template + "#rubric", _task_context(request, env_task))
         return render(request, template, _task_context(request, env_task))
     form = EnvTaskForm(request.POST)
     try:
@@ -321,7 +323,9 @@ def _rubric(request: HttpRequest, env_task: EnvTask, error: ApplicationError | N
         return render_error(request, "authoring/task_editor.html", _task_context(request, env_task), error)
     if error is not None:
         return render_error(request, "authoring/task_editor.html#rubric", _task_context(request, env_task), error)
-    return render(request, "authoring/task_editor.html#rubric", _task_context(request, env_task))
+    response = render(request, "authoring/task_editor.html#rubric", _task_context(request, env_task))
+    response["HX-Trigger"] = "criteria-changed"  # the verifier panel (rollouts) reloads its rubric-dependent parts
+    return response
 
 
 @login_required
@@ -333,9 +337,10 @@ def criterion_add(request: HttpRequest, task_pk: int) -> HttpResponse:
         if not form.is_valid():
             raise _form_error(form)
         data = form.cleaned_data
+        grader_kind, grader_config = form.grader() or ("llm_judge", {})
         services.criterion_add(
             env_task=env_task, user=request.user, base_revision=data["revision"], text=data["text"], points=data["points"],
-            tag=data["tag"], explanation=data["explanation"],
+            tag=data["tag"], explanation=data["explanation"], grader_kind=grader_kind, grader_config=grader_config,
         )
     except ApplicationError as error:
         return _rubric(request, env_task, error)
@@ -349,17 +354,19 @@ def criterion_row(request: HttpRequest, pk: int) -> HttpResponse:
     env_task = criterion.rubric_version.env_task
     if request.method == "GET":
         rubric = criterion.rubric_version
-        initial = {**criterion.as_dict(), "revision": rubric.revision}
+        initial = {**criterion.as_dict(), "revision": rubric.revision, **CriterionForm.grader_initial(criterion.grader_kind, criterion.grader_config)}
+        row_form = CriterionForm(initial=initial, auto_id=f"criterion-{criterion.pk}-%s")
         template = "authoring/task_editor.html#criterion-row-form" if request.GET.get("edit") else "authoring/task_editor.html#criterion-row"
-        return render(request, template, {"criterion": criterion, "row_form": CriterionForm(initial=initial), "rubric": rubric, "editable": True})
+        return render(request, template, {"criterion": criterion, "row_form": row_form, "rubric": rubric, "editable": True})
     form = CriterionForm(request.POST)
     try:
         if not form.is_valid():
             raise _form_error(form)
         data = form.cleaned_data
+        grader_kind, grader_config = form.grader() or (criterion.grader_kind, criterion.grader_config)
         services.criterion_update(
             criterion=criterion, user=request.user, base_revision=data["revision"], text=data["text"], points=data["points"],
-            tag=data["tag"], explanation=data["explanation"], grader_kind=criterion.grader_kind, grader_config=criterion.grader_config,
+            tag=data["tag"], explanation=data["explanation"], grader_kind=grader_kind, grader_config=grader_config,
         )
     except ApplicationError as error:
         return _rubric(request, env_task, error)

@@ -6,11 +6,15 @@ from django.urls import reverse
 
 from accounts.models import Membership, Project, User
 from authoring.models import Document, EnvTask, World
-from llm.models import ModelEndpoint
+from llm.models import ModelCall, ModelEndpoint
+from llm.scripted import LABEL
+from rollouts.models import Rollout, RolloutBatch, RolloutStatus, Step, StepKind
+from workspace.models import Overlay
 
 
 def counts() -> tuple:
-    return tuple(m.objects.count() for m in (User, Project, Membership, World, Document, EnvTask, ModelEndpoint))
+    models = (User, Project, Membership, World, Document, EnvTask, ModelEndpoint, RolloutBatch, Rollout, Step, ModelCall, Overlay)
+    return tuple(m.objects.count() for m in models)
 
 
 def test_seed_demo_is_idempotent_and_its_printed_logins_work(db, settings, tmp_path, client):
@@ -47,3 +51,33 @@ def test_every_demo_document_renders_as_its_real_file(db, settings, tmp_path):
         if document.format == "xlsx":
             sheet = openpyxl.load_workbook(io.BytesIO(rendered.data), data_only=True)["Cap table"]
             assert sheet["C8"].value == 10_000_000 and sheet["D8"].value == 1
+
+
+def test_seed_demo_adds_one_finished_batch_of_labelled_scripted_trials(db, settings, tmp_path, client):
+    settings.VAR_DIR = tmp_path
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    assert "scripted sample model" in out.getvalue()
+    first = counts()
+    again = StringIO()
+    call_command("seed_demo", stdout=again)
+    assert counts() == first and "trial rollouts" not in again.getvalue()  # nothing added, nothing run again
+
+    env_task = EnvTask.objects.get()
+    batch = RolloutBatch.objects.get()
+    assert batch.env_task == env_task and batch.created_by.username == "demo-author"
+    assert batch.endpoint_scripted and batch.endpoint.is_scripted and batch.endpoint_name == "Scripted sample model"
+    assert batch.task_snapshot["prompt"] == env_task.prompt and batch.rubric_version.criteria.count() == 6
+    rollouts = list(batch.rollouts.order_by("index"))
+    assert len(rollouts) == 4 and {r.status for r in rollouts} == {RolloutStatus.COMPLETED}
+    for rollout in rollouts:
+        steps = list(rollout.steps.order_by("index"))
+        # The scripted routine: list the files, read the first, answer; every model message labelled.
+        assert [(s.kind, s.tool_name) for s in steps] == [
+            (StepKind.MODEL, ""), (StepKind.TOOL, "list_files"), (StepKind.MODEL, ""), (StepKind.TOOL, "read_file"), (StepKind.MODEL, ""),
+        ]
+        assert all(s.text.startswith(LABEL) for s in steps if s.kind == StepKind.MODEL)
+        assert not any(s.is_error for s in steps) and "US$48,000,000" in steps[3].text  # it read the LOI
+        assert rollout.final_answer.startswith(LABEL) and rollout.final_answer == steps[-1].text
+        assert rollout.input_tokens > 0 and rollout.overlay is not None and rollout.finished_at is not None
+    assert ModelCall.objects.filter(endpoint=batch.endpoint, purpose="rollout", outcome="ok").count() == 4 * 3

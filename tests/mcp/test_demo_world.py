@@ -9,8 +9,8 @@ from io import StringIO
 from django.core.management import call_command
 
 from accounts.models import User
-from authoring.management.commands.seed_demo import WORLD_TITLE
 from authoring.models import Document, World
+from packs.management.commands.seed_demo import WORLD_TITLE
 from tests.mcp.conftest import in_session, text_of, token_for
 from workspace.selectors import overlay_diff
 from workspace.services import overlay_create

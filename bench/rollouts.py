@@ -1,0 +1,316 @@
+"""Benchmark: 200 trial rollouts × 10 model steps (9 tool calls, then a final answer) through
+ONE Celery worker process (thread pool of C threads) against the fake model server with a
+fixed latency per model call, while a thread keeps loading a rollouts page of the web app.
+
+    ideal = ceil(rollouts / C) × steps × latency      (the pool's concurrency is the limit)
+    last lines:  rollouts wall/ideal: <ratio>               (target ≤ 1.15)
+                 concurrent rollouts per process: <n>       (target ≥ 50; the peak number of
+                                                             rollouts RUNNING at once)
+
+The fake server decides each reply by counting the tool results in the request: fewer
+than steps − 1 → one tool call (list_files or read_file), else a final answer. The
+endpoint's concurrency cap is at least C, so only the pool limits concurrency.
+
+Web latency: `manage.py runserver` on a free port, against the same database, is asked
+for the batch page (the task page until the rollouts pages exist) by a logged-in session
+(made directly in the session store) in a loop, paced like a handful of polling browsers;
+prints `web p95 ms`.
+
+Uses the database and broker the environment names (PostgreSQL + Redis recommended:
+`DATABASE_URL=… REDIS_URL=…`), in a fresh database it creates and drops; without them a
+temporary SQLite file and the filesystem broker. A batch holds at most 64 rollouts, so
+the rollouts are split into batches of at most 50.
+
+    .venv/bin/python bench/rollouts.py [--rollouts 200] [--steps 10] [--latency 0.2] [--threads 64]
+"""
+
+import argparse
+import contextlib
+import math
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+BATCH_SIZE = 50
+DOCUMENTS = 8
+PAGE_PAUSE = 0.1  # seconds between two page loads of the web client
+STALL_SECONDS = 60
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_log(process: subprocess.Popen, log: Path, marker: str, what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while marker not in log.read_text(errors="replace"):
+        if time.monotonic() > deadline or process.poll() is not None:
+            sys.exit(f"{what} did not start:\n{log.read_text(errors='replace')[-5000:]}")
+        time.sleep(0.2)
+
+
+def _stop(process: subprocess.Popen, timeout: float = 30) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
+def _page_url(batch, env_task) -> str:
+    """The batch page when the rollouts pages exist, else the task page."""
+    from django.urls import NoReverseMatch, reverse
+
+    for name in ("rollout-batch", "batch-detail", "rollout-batch-detail", "rollouts:batch-detail", "rollouts:batch"):
+        with contextlib.suppress(NoReverseMatch):
+            return reverse(name, kwargs={"pk": batch.pk})
+    return reverse("task-editor", kwargs={"pk": env_task.pk})
+
+
+def _session_cookie(user) -> str:
+    """A logged-in session written straight into the session store (what login() stores)."""
+    from importlib import import_module
+
+    from django.conf import settings
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+
+    store = import_module(settings.SESSION_ENGINE).SessionStore()
+    store[SESSION_KEY] = str(user.pk)
+    store[BACKEND_SESSION_KEY] = settings.AUTHENTICATION_BACKENDS[0]
+    store[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    store.save()
+    return f"{settings.SESSION_COOKIE_NAME}={store.session_key}"
+
+
+class PageLoader(threading.Thread):
+    """Loads the page again and again until stopped, alternately in full and as the htmx
+    partial its progress section polls; keeps each load's latency."""
+
+    def __init__(self, url: str, cookie: str) -> None:
+        super().__init__(daemon=True)
+        self.url, self.cookie = url, cookie
+        self.latencies_ms: dict[str, list[float]] = {"page": [], "partial": []}
+        self.errors: list[str] = []
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            for kind, headers in (("page", {}), ("partial", {"HX-Request": "true"})):
+                request = urllib.request.Request(self.url, headers={"Cookie": self.cookie, **headers})
+                started = time.monotonic()
+                try:
+                    with urllib.request.urlopen(request, timeout=30) as response:  # loopback
+                        response.read()
+                        if response.status != 200 or response.url != self.url:
+                            self.errors.append(f"HTTP {response.status} at {response.url}")
+                except (urllib.error.URLError, OSError) as exc:
+                    self.errors.append(str(exc))
+                self.latencies_ms[kind].append((time.monotonic() - started) * 1000)
+                self.stopped.wait(PAGE_PAUSE)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)] if ordered else float("nan")
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rollouts", type=int, default=200)
+    parser.add_argument("--steps", type=int, default=10, help="model calls per rollout: steps − 1 tool calls, then the answer")
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--threads", type=int, default=64, help="the worker's thread pool (C)")
+    parser.add_argument("--debug", action="store_true", help="run with DEBUG on (every query is logged: ~40%% more CPU per query)")
+    parser.add_argument("--no-web", action="store_true", help="do not start the web server")
+    args = parser.parse_args()
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    if args.debug:
+        os.environ["DEBUG"] = "1"
+    else:  # as in production; plain http on loopback
+        os.environ |= {"DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(64), "ALLOWED_HOSTS": "127.0.0.1", "SECURE_SSL_REDIRECT": "0"}
+    var_dir = Path(tempfile.mkdtemp(prefix="tw-bench-"))
+    os.environ["TASKWRIGHT_VAR_DIR"] = str(var_dir)
+    database_url = os.environ.get("DATABASE_URL", "")
+    bench_db = f"tw_bench_{uuid.uuid4().hex[:8]}"
+    if database_url.startswith("postgres"):
+        base = database_url.rsplit("/", 1)[0]
+        subprocess.run(["psql", f"{base}/postgres", "-qc", f"CREATE DATABASE {bench_db}"], check=True)
+        os.environ["DATABASE_URL"] = f"{base}/{bench_db}"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    try:
+        _run(args, database_url, var_dir)
+    finally:
+        if database_url.startswith("postgres"):
+            from django.db import connections
+
+            connections.close_all()
+            subprocess.run(["psql", f"{base}/postgres", "-qc", f"DROP DATABASE IF EXISTS {bench_db} WITH (FORCE)"], check=False)
+
+
+def _run(args, database_url: str, var_dir: Path) -> None:
+    from django.db import connection
+
+    from accounts.models import Membership, Project, User
+    from authoring import services as authoring_services
+    from config.celery import app
+    from llm.models import ModelEndpoint
+    from rollouts import selectors, services
+    from rollouts.models import Rollout, RolloutStatus, Step
+    from tests.fake_llm import FakeLLMServer, Reply
+
+    if connection.vendor == "postgresql":
+        # Each worker thread holds a connection of its own.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('max_connections')::int - (SELECT count(*) FROM pg_stat_activity)")
+            free = cursor.fetchone()[0]
+        if free < args.threads + 10:
+            sys.exit(f"PostgreSQL has {free} free connections; the worker's {args.threads} threads and the web server need {args.threads + 10}.")
+
+    paths = [f"Deal/Doc {i}.md" for i in range(DOCUMENTS)]
+
+    def respond(request) -> Reply:
+        done = sum(1 for m in request.body.get("messages", []) if m.get("role") == "tool")
+        if done < args.steps - 1:
+            call = {"name": "list_files", "arguments": {}} if done == 0 else {"name": "read_file", "arguments": {"path": paths[done % len(paths)]}}
+            return Reply(content=f"Step {done + 1}: looking.", tool_calls=[call], delay=args.latency)
+        return Reply(content=f"Final answer after {done} tool calls: the price is $12m.", delay=args.latency)
+
+    server = FakeLLMServer().start()
+    server.responder = respond
+    # Keep connections open between calls, as every model provider does (the fake server
+    # speaks HTTP/1.0 by default: a new connection, and a new server thread, per call).
+    server._server.RequestHandlerClass.protocol_version = "HTTP/1.1"
+    server._server.socket.listen(1024)  # a backlog for C connections opened at once (socketserver's is 5)
+
+    user = User.objects.create_user("bench", password=uuid.uuid4().hex)
+    project = Project.objects.create(name="Bench", slug="bench")
+    Membership.objects.create(project=project, user=user, role="author")
+    world = authoring_services.world_create(project_id=project.pk, user=user, title="Bench world", outline="A bench.")
+    for path in paths:
+        authoring_services.document_create(world=world, user=user, path=path, content=f"{path}: the purchase price is $12m. " * 40)
+    # No rubric criteria: nothing is queued for grading.
+    env_task = authoring_services.env_task_create(
+        world=world, user=user, title="Find the price", prompt="Read the data room and state the purchase price.", reference_answer="$12m",
+    )
+    endpoint = ModelEndpoint.objects.create(
+        name="fake", kind="openai_compatible", base_url=server.url, model="fake", max_concurrency=args.threads + 8, read_timeout=30,
+    )
+
+    with app.connection_for_write() as conn, contextlib.suppress(Exception):
+        conn.default_channel.queue_purge("rollouts")
+    env = dict(os.environ)
+    worker_log = var_dir / "worker.log"
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "rollouts", "--pool", "threads", "-c", str(args.threads),
+         "-l", "info", "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"bench-{uuid.uuid4().hex[:6]}@%h"],
+        cwd=ROOT, env=env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT,
+    )
+    web = loader = None
+    url = ""
+    peak_running = 0
+    try:
+        if not args.no_web:
+            port = _free_port()
+            web_log = var_dir / "web.log"
+            web = subprocess.Popen(
+                [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--skip-checks"],
+                cwd=ROOT, env=env, stdout=web_log.open("w"), stderr=subprocess.STDOUT,
+            )
+            _wait_for_log(web, web_log, "Quit the server", "the web server")
+        _wait_for_log(worker, worker_log, "ready.", "the worker")
+        worker_cpu_before = _cpu_seconds(worker.pid)
+        batches = []
+        started = time.monotonic()
+        for offset in range(0, args.rollouts, BATCH_SIZE):
+            n = min(BATCH_SIZE, args.rollouts - offset)
+            batches.append(services.rollout_batch_start(env_task=env_task, user=user, endpoint=endpoint, n=n))
+        if web is not None:
+            url = f"http://127.0.0.1:{port}{_page_url(batches[0], env_task)}"
+            loader = PageLoader(url, _session_cookie(user))
+            loader.start()
+        rollouts = Rollout.objects.filter(batch__in=batches)
+        last_progress, finished = time.monotonic(), 0
+        while True:
+            peak_running = max(peak_running, rollouts.filter(status=RolloutStatus.RUNNING).count())
+            progress = [selectors.batch_progress(batch=b) for b in batches]
+            if all(p["is_finished"] for p in progress):
+                break
+            if sum(p["finished"] for p in progress) > finished:
+                last_progress, finished = time.monotonic(), sum(p["finished"] for p in progress)
+            elif time.monotonic() - last_progress > STALL_SECONDS:
+                stuck = list(rollouts.exclude(status__in=Rollout.FINISHED).values_list("pk", "status")[:10])
+                sys.exit(f"No rollout finished for {STALL_SECONDS} s; unfinished: {stuck}. Worker log: {worker_log}")
+            time.sleep(0.05)
+        wall = time.monotonic() - started
+        worker_cpu = _cpu_seconds(worker.pid) - worker_cpu_before
+        peak_kib = next((int(line.split()[1]) for line in Path(f"/proc/{worker.pid}/status").read_text().splitlines() if line.startswith("VmHWM")), 0)
+    finally:
+        if loader is not None:
+            loader.stopped.set()
+            loader.join(timeout=35)
+        for process in (web, worker):
+            if process is not None:
+                _stop(process)
+        server.stop()
+
+    statuses = dict.fromkeys(RolloutStatus.values, 0)
+    for status in rollouts.values_list("status", flat=True):
+        statuses[status] += 1
+    steps = Step.objects.filter(rollout__in=rollouts).count()
+    failures = list(rollouts.exclude(status=RolloutStatus.COMPLETED).values_list("reason", flat=True)[:3])
+
+    calls = len(server.requests)
+    ideal = math.ceil(args.rollouts / args.threads) * args.steps * args.latency
+    print(f"database: {'PostgreSQL' if database_url.startswith('postgres') else 'SQLite'}  broker: {app.conf.broker_url.split(':')[0]}  "
+          f"DEBUG: {'on' if args.debug else 'off'}  cores: {os.cpu_count()}")
+    print(f"rollouts: {args.rollouts} × {args.steps} model calls  latency: {args.latency}s  worker threads (C): {args.threads}")
+    print(f"statuses: {statuses}  steps saved: {steps} (expected {args.rollouts * (2 * args.steps - 1)})")
+    if failures:
+        print(f"first failure reasons: {failures}")
+    print(f"model calls: {calls}  peak in flight at the model: {server.max_in_flight}")
+    print(f"worker CPU: {worker_cpu:.1f}s = {1000 * worker_cpu / max(calls, 1):.2f} ms per model call (with its tool call and saved steps)")
+    print(f"worker peak memory (VmHWM): {peak_kib / 1024:.0f} MiB")
+    print(f"wall: {wall:.2f}s  ideal: {ideal:.2f}s")
+    if loader is not None:
+        page, partial = loader.latencies_ms["page"], loader.latencies_ms["partial"]
+        print(f"web: {url}  loads: {len(page)} pages + {len(partial)} htmx partials  errors: {len(loader.errors)}"
+              + (f"  first: {loader.errors[0]}" if loader.errors else ""))
+        print(f"web partial p50/p95 ms: {_percentile(partial, 0.5):.0f} / {_percentile(partial, 0.95):.0f}")
+        print(f"web page p50 ms: {_percentile(page, 0.5):.0f}")
+        print(f"web p95 ms: {_percentile(page, 0.95):.0f}")
+    print(f"rollouts wall/ideal: {wall / ideal:.2f}")
+    print(f"concurrent rollouts per process: {peak_running}  (peak number of rollouts RUNNING at once, polled every 50 ms)")
+
+
+if __name__ == "__main__":
+    main()

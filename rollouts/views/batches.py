@@ -1,0 +1,204 @@
+"""Trial runs on the task page, the live batch page, cancel, and two trajectories side by side."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.selectors import membership_for
+from authoring.models import EnvTask
+from authoring.selectors import env_task_get_for_user
+from core.exceptions import ApplicationError
+from core.views import render_error
+from llm.selectors import endpoint_list_usable
+from rollouts import selectors, services
+from rollouts.forms import CompareForm, RunTrialsForm
+from rollouts.models import RolloutBatch
+from rollouts.views.common import form_error
+from rollouts.views.display import (
+    batch_list_with_counts,
+    batch_row_counts,
+    batch_row_unfinished,
+    batch_state,
+    changes_view,
+    decorate_steps,
+    money,
+    progress_view,
+    rollout_rows,
+    seconds,
+    tokens,
+)
+from workspace.selectors import overlay_diff
+
+TRIALS = "rollouts/task_trials.html"
+BATCH = "rollouts/batch_detail.html"
+COMPARE = "rollouts/batch_compare.html"
+RECENT_BATCHES = 20
+
+
+# --- The trials panel of the task page --------------------------------------------------
+
+def _trials_context(request: HttpRequest, env_task: EnvTask, form: RunTrialsForm | None = None) -> dict:
+    membership = membership_for(user=request.user, project_id=env_task.project_id)
+    endpoints = list(endpoint_list_usable())
+    batches = list(
+        batch_list_with_counts(selectors.batch_list_for_task(user=request.user, env_task=env_task).select_related("created_by"))[:RECENT_BATCHES]
+    )
+    for batch in batches:
+        batch.status_counts = batch_row_counts(batch)
+        batch.is_unfinished = batch_row_unfinished(batch)
+    return {
+        "env_task": env_task,
+        "can_author": membership.can_author,
+        "endpoints": endpoints,
+        "has_scripted": any(e.is_scripted for e in endpoints),
+        "form": form or RunTrialsForm(),
+        "batches": batches,
+        "any_unfinished": any(b.is_unfinished for b in batches),
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def task_trials(request: HttpRequest, task_pk: int) -> HttpResponse:
+    """The trials panel (loaded into the task page by htmx, as reviews' panel is), and
+    "Run trials": a started batch opens its live page."""
+    env_task = env_task_get_for_user(user=request.user, pk=task_pk)
+    if request.method == "GET":
+        partial = "#trials-batches" if request.GET.get("part") == "batches" else ""
+        return render(request, TRIALS + partial, _trials_context(request, env_task))
+    form = RunTrialsForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise form_error(form)
+        data = form.cleaned_data
+        batch = services.rollout_batch_start(
+            env_task=env_task, user=request.user, endpoint=data["endpoint"], n=data["n"], temperature=data["temperature"],
+            max_steps=data["max_steps"], max_output_tokens=data["max_output_tokens"], time_limit_seconds=data["time_limit_seconds"],
+            system_prompt=data["system_prompt"], mode=data["mode"],
+        )
+    except ApplicationError as error:
+        if not request.htmx:
+            messages.error(request, error.message)
+            return redirect(reverse("task-editor", args=[env_task.pk]) + "#task-trials")
+        return render_error(request, TRIALS + "#trials-form", _trials_context(request, env_task, form=form), error)
+    url = reverse("batch-detail", args=[batch.pk])
+    if request.htmx:
+        # A new batch is a new screen: htmx follows HX-Redirect to its live page.
+        response = HttpResponse(status=200)
+        response["HX-Redirect"] = url
+        return response
+    return redirect(url)
+
+
+# --- The batch page ---------------------------------------------------------------------
+
+def _live_context(request: HttpRequest, batch: RolloutBatch) -> dict:
+    progress = progress_view(selectors.batch_progress(batch=batch))
+    state_class, state_label = batch_state(batch, progress)
+    membership = membership_for(user=request.user, project_id=batch.project_id)
+    rollouts = rollout_rows(batch, selectors.batch_rollouts(batch=batch))
+    return {
+        "batch": batch,
+        "progress": progress,
+        "state_class": state_class,
+        "state_label": state_label,
+        "rollouts": rollouts,
+        "can_author": membership.can_author,
+    }
+
+
+def _batch_context(request: HttpRequest, batch: RolloutBatch) -> dict:
+    env_task = batch.env_task
+    context = _live_context(request, batch)
+    return {
+        **context,
+        "env_task": env_task,
+        "world": env_task.world,
+        "project": env_task.world.project,
+        "snapshot": batch.task_snapshot,
+        "task_changed": env_task.revision != batch.task_snapshot.get("revision"),
+        "rubric_criteria": list(batch.rubric_version.criteria.all()),
+        "created_by": batch.created_by.username if batch.created_by else "",
+        "time_limit_label": seconds(batch.time_limit_seconds * 1000),
+        "compare_choices": [r.number for r in context["rollouts"]],
+    }
+
+
+@login_required
+@require_GET
+def batch_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """The live view. htmx polls the #batch-live part every 2 s until the batch is over."""
+    batch = selectors.batch_get_for_user(user=request.user, pk=pk)
+    if request.htmx:
+        return render(request, BATCH + "#batch-live", _live_context(request, batch))
+    batch = RolloutBatch.objects.select_related("env_task__world__project", "rubric_version", "created_by").get(pk=batch.pk)
+    return render(request, BATCH, _batch_context(request, batch))
+
+
+@login_required
+@require_POST
+def batch_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    batch = selectors.batch_get_for_user(user=request.user, pk=pk)
+    try:
+        services.rollout_batch_cancel(batch=batch, user=request.user)
+    except ApplicationError as error:
+        if not request.htmx:
+            messages.error(request, error.message)
+            return redirect("batch-detail", pk=batch.pk)
+        return render_error(request, BATCH + "#batch-live", _live_context(request, batch), error)
+    batch.refresh_from_db()
+    if not request.htmx:
+        messages.success(request, "Cancelled: queued rollouts will not start; running ones stop after their current step.")
+        return redirect("batch-detail", pk=batch.pk)
+    return render(request, BATCH + "#batch-live", _live_context(request, batch))
+
+
+# --- Two trajectories side by side --------------------------------------------------------
+
+def _column(request: HttpRequest, rollout) -> dict:
+    steps = decorate_steps(list(selectors.rollout_steps(rollout=rollout)), rollout)
+    return {
+        "rollout": rollout,
+        "number": rollout.index + 1,
+        "steps": steps,
+        "changes": changes_view(overlay_diff(overlay=rollout.overlay)) if rollout.overlay_id else [],
+        "tokens_label": f"{tokens(rollout.input_tokens)} in / {tokens(rollout.output_tokens)} out",
+        "cost_label": money(rollout.cost),
+    }
+
+
+@login_required
+@require_GET
+def batch_compare(request: HttpRequest, pk: int) -> HttpResponse:
+    """Two rollouts of the batch (?a=1&b=2, their numbers in it) in two columns."""
+    batch = selectors.batch_get_for_user(user=request.user, pk=pk)
+    batch = RolloutBatch.objects.select_related("env_task__world__project").get(pk=batch.pk)
+    by_number = {r.index + 1: r for r in batch.rollouts.select_related("overlay").order_by("index")}
+    form = CompareForm(request.GET)
+    a = b = None
+    if form.is_valid():
+        a, b = form.cleaned_data["a"], form.cleaned_data["b"]
+    a = a or 1
+    b = b or (2 if len(by_number) > 1 else 1)
+    error = ""
+    if a not in by_number or b not in by_number:
+        error = f"This batch has rollouts 1 to {len(by_number)}; showing the first two."
+        a, b = 1, min(2, len(by_number))
+    columns = [_column(request, by_number[number]) for number in (a, b)]
+    context = {
+        "batch": batch,
+        "env_task": batch.env_task,
+        "world": batch.env_task.world,
+        "project": batch.env_task.world.project,
+        "columns": columns,
+        "a": a,
+        "b": b,
+        "choices": list(by_number),
+        "compare_error": error,
+        "any_running": any(not c["rollout"].is_finished for c in columns),
+        "can_author": membership_for(user=request.user, project_id=batch.project_id).can_author,
+    }
+    return render(request, COMPARE, context)
