@@ -1,27 +1,34 @@
-"""Benchmark: 200 trial rollouts × 10 model steps (9 tool calls, then a final answer) through
-ONE Celery worker process (thread pool of C threads) against the fake model server with a
-fixed latency per model call, while a thread keeps loading a rollouts page of the web app.
+"""Benchmark: 200 trial rollouts × 10 model calls (9 tool calls, then a final answer) through
+ONE Celery worker process (`--pool threads -c C`) against the fake model server with a fixed
+latency per model call, while a thread keeps loading the batch page of the web app.
 
     ideal = ceil(rollouts / C) × steps × latency      (the pool's concurrency is the limit)
     last lines:  rollouts wall/ideal: <ratio>               (target ≤ 1.15)
-                 concurrent rollouts per process: <n>       (target ≥ 50; the peak number of
-                                                             rollouts RUNNING at once)
+                 concurrent rollouts per process: <n>       (target ≥ 50: the peak number of
+                                                             rollouts RUNNING at once, polled)
 
-The fake server decides each reply by counting the tool results in the request: fewer
-than steps − 1 → one tool call (list_files or read_file), else a final answer. The
-endpoint's concurrency cap is at least C, so only the pool limits concurrency.
+The fake server decides each reply by counting the tool results in the request: fewer than
+steps − 1 → one tool call (list_files, then read_file), else a final answer. It keeps
+connections open as providers do. The endpoint's concurrency cap is C + 8, so only the pool
+limits concurrency. The task has no rubric criteria, so nothing is graded. The worker and
+the web server run with DEBUG off, as in production (--debug to turn it on).
 
-Web latency: `manage.py runserver` on a free port, against the same database, is asked
-for the batch page (the task page until the rollouts pages exist) by a logged-in session
-(made directly in the session store) in a loop, paced like a handful of polling browsers;
-prints `web p95 ms`.
+Also printed: the worker's CPU time per model call, and where a model call's time goes in
+the worker. The worker is one Python process: every thread needs the GIL for its CPU work,
+so it cannot finish more than 1 / (CPU time per model call) calls a second, whatever C is.
+
+Web latency: `manage.py runserver` on a free port, against the same database, serves the
+batch page (the first batch's; the task page if the rollouts pages are not there) to a
+logged-in session (written straight into the session store), in full and as the htmx
+partial that the page polls, one after the other with a 0.1 s pause, for the whole run;
+prints `web p95 ms` for the full page.
 
 Uses the database and broker the environment names (PostgreSQL + Redis recommended:
 `DATABASE_URL=… REDIS_URL=…`), in a fresh database it creates and drops; without them a
-temporary SQLite file and the filesystem broker. A batch holds at most 64 rollouts, so
-the rollouts are split into batches of at most 50.
+temporary SQLite file and the filesystem broker. PostgreSQL needs a free connection per
+worker thread. A batch holds at most 64 rollouts, so the rollouts go in batches of 50.
 
-    .venv/bin/python bench/rollouts.py [--rollouts 200] [--steps 10] [--latency 0.2] [--threads 64]
+    .venv/bin/python bench/rollouts.py [--rollouts 200] [--steps 10] [--latency 0.2] [--threads 64] [--no-web]
 """
 
 import argparse
@@ -29,6 +36,7 @@ import contextlib
 import math
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -48,6 +56,7 @@ BATCH_SIZE = 50
 DOCUMENTS = 8
 PAGE_PAUSE = 0.1  # seconds between two page loads of the web client
 STALL_SECONDS = 60
+POLL_SECONDS = 0.05
 
 
 def _free_port() -> int:
@@ -169,6 +178,7 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     try:
         _run(args, database_url, var_dir)
+        shutil.rmtree(var_dir, ignore_errors=True)  # kept after a failure: the worker's and the web server's logs
     finally:
         if database_url.startswith("postgres"):
             from django.db import connections
@@ -179,13 +189,14 @@ def main() -> None:
 
 def _run(args, database_url: str, var_dir: Path) -> None:
     from django.db import connection
+    from django.db.models import Avg, Count, F
 
     from accounts.models import Membership, Project, User
     from authoring import services as authoring_services
     from config.celery import app
     from llm.models import ModelEndpoint
-    from rollouts import selectors, services
-    from rollouts.models import Rollout, RolloutStatus, Step
+    from rollouts import services
+    from rollouts.models import Rollout, RolloutStatus, Step, StepKind
     from tests.fake_llm import FakeLLMServer, Reply
 
     if connection.vendor == "postgresql":
@@ -249,6 +260,8 @@ def _run(args, database_url: str, var_dir: Path) -> None:
             _wait_for_log(web, web_log, "Quit the server", "the web server")
         _wait_for_log(worker, worker_log, "ready.", "the worker")
         worker_cpu_before = _cpu_seconds(worker.pid)
+        web_cpu_before = _cpu_seconds(web.pid) if web is not None else 0.0
+        bench_cpu_before = time.process_time()
         batches = []
         started = time.monotonic()
         for offset in range(0, args.rollouts, BATCH_SIZE):
@@ -260,19 +273,22 @@ def _run(args, database_url: str, var_dir: Path) -> None:
             loader.start()
         rollouts = Rollout.objects.filter(batch__in=batches)
         last_progress, finished = time.monotonic(), 0
-        while True:
-            peak_running = max(peak_running, rollouts.filter(status=RolloutStatus.RUNNING).count())
-            progress = [selectors.batch_progress(batch=b) for b in batches]
-            if all(p["is_finished"] for p in progress):
+        while True:  # one light query per poll: the bench process also hosts the fake model server
+            counts = dict(rollouts.order_by().values_list("status").annotate(n=Count("id")))
+            peak_running = max(peak_running, counts.get(RolloutStatus.RUNNING, 0))
+            done = sum(counts.get(status, 0) for status in Rollout.FINISHED)
+            if done == args.rollouts:
                 break
-            if sum(p["finished"] for p in progress) > finished:
-                last_progress, finished = time.monotonic(), sum(p["finished"] for p in progress)
+            if done > finished:
+                last_progress, finished = time.monotonic(), done
             elif time.monotonic() - last_progress > STALL_SECONDS:
                 stuck = list(rollouts.exclude(status__in=Rollout.FINISHED).values_list("pk", "status")[:10])
                 sys.exit(f"No rollout finished for {STALL_SECONDS} s; unfinished: {stuck}. Worker log: {worker_log}")
-            time.sleep(0.05)
+            time.sleep(POLL_SECONDS)
         wall = time.monotonic() - started
         worker_cpu = _cpu_seconds(worker.pid) - worker_cpu_before
+        web_cpu = _cpu_seconds(web.pid) - web_cpu_before if web is not None else 0.0
+        bench_cpu = time.process_time() - bench_cpu_before
         peak_kib = next((int(line.split()[1]) for line in Path(f"/proc/{worker.pid}/status").read_text().splitlines() if line.startswith("VmHWM")), 0)
     finally:
         if loader is not None:
@@ -287,6 +303,9 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     for status in rollouts.values_list("status", flat=True):
         statuses[status] += 1
     steps = Step.objects.filter(rollout__in=rollouts).count()
+    chat_ms = Step.objects.filter(rollout__in=rollouts, kind=StepKind.MODEL).aggregate(ms=Avg("latency_ms"))["ms"] or 0
+    took = rollouts.aggregate(took=Avg(F("finished_at") - F("started_at")))["took"]
+    cycle_ms = took.total_seconds() * 1000 / args.steps if took else 0
     failures = list(rollouts.exclude(status=RolloutStatus.COMPLETED).values_list("reason", flat=True)[:3])
 
     calls = len(server.requests)
@@ -299,6 +318,10 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         print(f"first failure reasons: {failures}")
     print(f"model calls: {calls}  peak in flight at the model: {server.max_in_flight}")
     print(f"worker CPU: {worker_cpu:.1f}s = {1000 * worker_cpu / max(calls, 1):.2f} ms per model call (with its tool call and saved steps)")
+    print(f"per model call, in the worker: {cycle_ms:.0f} ms = {chat_ms:.0f} ms in the llm client (the server waits {args.latency * 1000:.0f} ms) "
+          f"+ {cycle_ms - chat_ms:.0f} ms in the rest of the agent loop (tool call, saving both steps)")
+    print(f"CPU during the run ({os.cpu_count()} cores × wall = {os.cpu_count() * wall:.0f} s): worker {worker_cpu:.1f} s, web server {web_cpu:.1f} s, "
+          f"this process (fake model server, polling, page loads) {bench_cpu:.1f} s")
     print(f"worker peak memory (VmHWM): {peak_kib / 1024:.0f} MiB")
     print(f"wall: {wall:.2f}s  ideal: {ideal:.2f}s")
     if loader is not None:
@@ -309,7 +332,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         print(f"web page p50 ms: {_percentile(page, 0.5):.0f}")
         print(f"web p95 ms: {_percentile(page, 0.95):.0f}")
     print(f"rollouts wall/ideal: {wall / ideal:.2f}")
-    print(f"concurrent rollouts per process: {peak_running}  (peak number of rollouts RUNNING at once, polled every 50 ms)")
+    print(f"concurrent rollouts per process: {peak_running}  (peak number of rollouts RUNNING at once, polled every {POLL_SECONDS * 1000:.0f} ms)")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ from workspace.tools import Workspace, execute, tool_specs
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
-CANCEL_CHECK_SECONDS = 1.0
 
 
 class _Stop(Exception):
@@ -123,24 +122,13 @@ def _save_step(rollout: Rollout, steps: list[Step], **fields) -> Step:
     return step
 
 
-class _Checks:
-    """The stops checked before each model call: the time limit, and the batch's cancel.
-    The cancel is read from the database at most every CANCEL_CHECK_SECONDS: a query per
-    step is a large part of a step's CPU when calls are fast, and "within seconds" is all
-    a cancel promises."""
-
-    def __init__(self, rollout: Rollout, deadline) -> None:
-        self.rollout, self.deadline = rollout, deadline
-        self.cancel_checked_at: float | None = None
-
-    def __call__(self) -> None:
-        now = time.monotonic()
-        if self.cancel_checked_at is None or now - self.cancel_checked_at >= CANCEL_CHECK_SECONDS:
-            self.cancel_checked_at = now
-            if RolloutBatch.objects.filter(pk=self.rollout.batch_id, cancelled_at__isnull=False).exists():
-                raise _Stop(RolloutStatus.CANCELLED, "Cancelled while running.")
-        if timezone.now() > self.deadline:
-            raise _Stop(RolloutStatus.FAILED, f"Stopped at the time limit of {self.rollout.batch.time_limit_seconds} s.")
+def _check(rollout: Rollout, deadline) -> None:
+    """Before each model call: the batch's cancel (so running rollouts stop before their next
+    step) and the time limit. The batch row alone answers the cancel: no join."""
+    if RolloutBatch.objects.filter(pk=rollout.batch_id, cancelled_at__isnull=False).exists():
+        raise _Stop(RolloutStatus.CANCELLED, "Cancelled while running.")
+    if timezone.now() > deadline:
+        raise _Stop(RolloutStatus.FAILED, f"Stopped at the time limit of {rollout.batch.time_limit_seconds} s.")
 
 
 def _run_tools(rollout: Rollout, workspace: Workspace, calls: list[dict], steps: list[Step], done_ids: set[str]) -> None:
@@ -161,7 +149,7 @@ def _loop(rollout: Rollout) -> str:
     batch = rollout.batch
     if batch.endpoint is None:
         raise _Stop(RolloutStatus.FAILED, "The model endpoint of this batch was deleted.")
-    check = _Checks(rollout, rollout.started_at + timedelta(seconds=batch.time_limit_seconds))
+    deadline = rollout.started_at + timedelta(seconds=batch.time_limit_seconds)
     with_tools = batch.mode == BatchMode.TOOLS
     workspace = Workspace(batch.env_task.world, _overlay(rollout)) if with_tools else None
     tools = tool_specs(writable=True) if with_tools else None
@@ -175,7 +163,7 @@ def _loop(rollout: Rollout) -> str:
     elif steps and steps[-1].kind == StepKind.MODEL and not steps[-1].tool_calls:
         return steps[-1].text  # the final answer was saved before the worker died
     while True:
-        check()
+        _check(rollout, deadline)
         model_steps = sum(1 for s in steps if s.kind == StepKind.MODEL)
         if model_steps >= batch.max_steps:
             raise _Stop(RolloutStatus.FAILED, f"Reached the limit of {batch.max_steps} model steps without a final answer.")
