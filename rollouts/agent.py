@@ -13,6 +13,7 @@ import time
 from datetime import timedelta
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -37,12 +38,17 @@ class _Stop(Exception):
 
 
 def rollout_execute(*, rollout_id: int) -> None:
+    """Claim and run one rollout. A queued rollout is claimed; a running one only when its
+    heartbeat is stale (its worker died) — a duplicate message for a healthy running rollout
+    does nothing, so two runs of one rollout never overlap."""
+    now = timezone.now()
+    stale = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS))
     claimed = Rollout.objects.filter(
-        Q(status=RolloutStatus.QUEUED) | Q(status=RolloutStatus.RUNNING, attempts__lt=MAX_ATTEMPTS), pk=rollout_id
-    ).update(status=RolloutStatus.RUNNING, attempts=F("attempts") + 1)
+        Q(status=RolloutStatus.QUEUED) | (Q(status=RolloutStatus.RUNNING, attempts__lt=MAX_ATTEMPTS) & stale), pk=rollout_id
+    ).update(status=RolloutStatus.RUNNING, attempts=F("attempts") + 1, heartbeat_at=now)
     if not claimed:
-        Rollout.objects.filter(pk=rollout_id, status=RolloutStatus.RUNNING).update(
-            status=RolloutStatus.FAILED, reason="The worker running this rollout was interrupted too many times.", finished_at=timezone.now()
+        Rollout.objects.filter(stale, pk=rollout_id, status=RolloutStatus.RUNNING, attempts__gte=MAX_ATTEMPTS).update(
+            status=RolloutStatus.FAILED, reason="The worker running this rollout was interrupted too many times.", finished_at=now
         )
         return
     Rollout.objects.filter(pk=rollout_id, started_at__isnull=True).update(started_at=timezone.now())
@@ -109,12 +115,14 @@ def _save_step(rollout: Rollout, steps: list[Step], **fields) -> Step:
     try:
         with transaction.atomic():  # a savepoint: the caller's transaction survives a clash
             step = Step.objects.create(rollout=rollout, index=len(steps), **fields)
+            totals = {}
             if step.kind == StepKind.MODEL:
                 saved = [*steps, step]
-                Rollout.objects.filter(pk=rollout.pk).update(
-                    input_tokens=sum(s.input_tokens for s in saved), output_tokens=sum(s.output_tokens for s in saved),
-                    cost=sum((s.cost for s in saved), Decimal("0")),
-                )
+                totals = {
+                    "input_tokens": sum(s.input_tokens for s in saved), "output_tokens": sum(s.output_tokens for s in saved),
+                    "cost": sum((s.cost for s in saved), Decimal("0")),
+                }
+            Rollout.objects.filter(pk=rollout.pk).update(heartbeat_at=timezone.now(), **totals)
     except IntegrityError:
         # Another delivery of this rollout saved this step: let that one carry on.
         raise _Stop(RolloutStatus.RUNNING, "duplicate delivery") from None

@@ -2,6 +2,7 @@
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -85,15 +86,15 @@ def rollout_batch_cancel(*, batch: RolloutBatch, user) -> int:
 
 
 def rollouts_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
-    """Send again rollouts whose broker message may be lost (see draft_jobs_recover)."""
+    """Send again rollouts whose broker message may be lost (see draft_jobs_recover): queued
+    for a while, or running with a stale heartbeat (their worker died). The claim takes a
+    running rollout over only when its heartbeat is stale, so a live one is never doubled."""
     now = timezone.now()
-    stale = Q(status=RolloutStatus.QUEUED, batch__created_at__lt=now - queued_for, batch__cancelled_at__isnull=True)
-    ids = list(Rollout.objects.filter(stale).values_list("pk", flat=True))
-    for batch_id, limit in RolloutBatch.objects.filter(rollouts__status=RolloutStatus.RUNNING).values_list("pk", "time_limit_seconds").distinct():
-        ids += list(
-            Rollout.objects.filter(batch_id=batch_id, status=RolloutStatus.RUNNING, started_at__lt=now - timedelta(seconds=limit + TASK_TIME_MARGIN))
-            .values_list("pk", flat=True)
-        )
+    stale = now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS)
+    ids = list(Rollout.objects.filter(
+        Q(status=RolloutStatus.QUEUED, batch__created_at__lt=now - queued_for, batch__cancelled_at__isnull=True)
+        | Q(status=RolloutStatus.RUNNING, heartbeat_at__lt=stale)
+    ).values_list("pk", flat=True))
     _enqueue(ids)
     return len(ids)
 

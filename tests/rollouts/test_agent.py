@@ -178,3 +178,12 @@ def test_the_scripted_sample_model_walks_a_labelled_trajectory(team, task, djang
     assert rollout.status == RolloutStatus.COMPLETED and batch.endpoint_scripted
     assert list(rollout.steps.filter(kind=StepKind.TOOL).values_list("tool_name", flat=True)) == ["list_files", "read_file"]
     assert rollout.final_answer.startswith("[Sample text from the scripted model]")
+
+
+def test_a_duplicate_message_for_a_live_rollout_does_nothing(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout = batch.rollouts.get()
+    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=3, started_at=timezone.now(), heartbeat_at=timezone.now())
+    rollout_execute(rollout_id=rollout.pk)  # another worker is alive and beating: leave it alone
+    rollout.refresh_from_db()
+    assert rollout.status == RolloutStatus.RUNNING and rollout.attempts == 3 and fake_llm.requests == []

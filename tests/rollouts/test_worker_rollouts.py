@@ -163,6 +163,8 @@ def short_visibility_timeout(monkeypatch) -> None:
             "rollouts_recover re-sends them when a worker starts, once they are past their time limit + 2 minutes.)"
         )
     monkeypatch.setenv("CELERY_VISIBILITY_TIMEOUT", str(SHORT_VISIBILITY_TIMEOUT))
+    # The killed worker's rollouts stop beating at once; let the redelivery take them over soon.
+    monkeypatch.setenv("ROLLOUT_STALE_SECONDS", "4")
 
 
 def test_a_worker_killed_mid_rollout_changes_nothing_in_the_outcome(short_visibility_timeout, team, task, fake_llm, celery_worker_process, tmp_path):
