@@ -6,13 +6,13 @@ from django.core.cache import cache
 from django.db.models import OuterRef, Subquery
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, parsers, serializers
-from rest_framework.authtoken.models import Token
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.models import Membership, Project
 from accounts.selectors import membership_get, project_list_for_user
+from accounts.services import api_token_issue
 from core.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer, InvalidRequest, JSONParser
 
 RATE_LIMIT_MESSAGE = "Too many failed sign-in attempts. Wait 15 minutes and try again."
@@ -66,8 +66,7 @@ class TokenObtainApi(ApiView):
             except ValueError:
                 cache.set(key, 1, window)
             raise InvalidRequest("Unable to sign in with that username and password.")
-        token, _ = Token.objects.get_or_create(user=user)
-        return Response({"token": token.key}, headers={"Cache-Control": "no-store"})
+        return Response({"token": api_token_issue(user=user)}, headers={"Cache-Control": "no-store"})
 
 
 # --- Projects --------------------------------------------------------------------------

@@ -18,6 +18,14 @@ def require_role(membership: Membership, capability: str) -> None:
         raise ApplicationError(f"Your role in this project ({membership.role}) cannot {verb}.")
 
 
+def api_token_issue(*, user: User) -> str:
+    """The user's API token, created on first request (one per user)."""
+    from rest_framework.authtoken.models import Token
+
+    token, _ = Token.objects.get_or_create(user=user)
+    return token.key
+
+
 @transaction.atomic
 def project_create(*, name: str, created_by: User, description: str = "", slug: str = "") -> Project:
     project = Project.objects.create(name=name, slug=slug or slugify(name)[:80], description=description)

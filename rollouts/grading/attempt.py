@@ -13,6 +13,15 @@ class Attempt:
     changed_files: list[tuple[str, str]] = field(default_factory=list)  # (path, text after)
     overlay: object = None
     world: object = None
+    _workspace: object = field(default=None, repr=False, compare=False)
+
+    def workspace(self):
+        """The world merged with the attempt's overlay, loaded once for all its checks."""
+        if self._workspace is None:
+            from workspace.tools import Workspace
+
+            self._workspace = Workspace(self.world, self.overlay)
+        return self._workspace
 
 
 def attempt_of_rollout(rollout: Rollout) -> Attempt:

@@ -49,9 +49,7 @@ def numbers_in(text: str) -> list[float]:
 def _overlay_item(attempt: Attempt, path: str):
     if attempt.overlay is None:
         return None
-    from workspace.tools import Workspace
-
-    item = Workspace(attempt.world, attempt.overlay).get(path)
+    item = attempt.workspace().get(path)
     return item if item is not None and item.change else None  # only what the agent made or changed
 
 
@@ -143,9 +141,7 @@ def _email_sent(config: dict, attempt: Attempt) -> tuple[bool, str]:
     subject = str(config.get("subject_contains", "")).lower()
     if attempt.overlay is None:
         return False, "No email was sent."
-    from workspace.tools import Workspace
-
-    for email in Workspace(attempt.world, attempt.overlay).emails():
+    for email in attempt.workspace().emails():
         if not email.change:
             continue
         recipients = " ".join((email.to, email.cc, email.bcc)).lower()
