@@ -141,10 +141,11 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)] if ordered else float("nan")
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process so far (all its threads)."""
+def _cpu_seconds(pid: int, part: str = "both") -> float:
+    """User + system (or only "user" / "system") CPU time of a process so far (all its threads)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    user, system = int(fields[11]), int(fields[12])
+    return {"both": user + system, "user": user, "system": system}[part] / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -152,7 +153,8 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=200)
     parser.add_argument("--steps", type=int, default=10, help="model calls per rollout: steps − 1 tool calls, then the answer")
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--threads", type=int, default=64, help="the worker's thread pool (C)")
+    parser.add_argument("--threads", type=int, default=64, help="the worker's pool size (C)")
+    parser.add_argument("--pool", default="threads", choices=["threads", "gevent"], help="the worker's pool")
     parser.add_argument("--debug", action="store_true", help="run with DEBUG on (every query is logged: ~40%% more CPU per query)")
     parser.add_argument("--no-web", action="store_true", help="do not start the web server")
     args = parser.parse_args()
@@ -242,7 +244,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     env = dict(os.environ)
     worker_log = var_dir / "worker.log"
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "rollouts", "--pool", "threads", "-c", str(args.threads),
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "rollouts", "--pool", args.pool, "-c", str(args.threads),
          "-l", "info", "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"bench-{uuid.uuid4().hex[:6]}@%h"],
         cwd=ROOT, env=env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT,
     )
@@ -260,6 +262,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
             _wait_for_log(web, web_log, "Quit the server", "the web server")
         _wait_for_log(worker, worker_log, "ready.", "the worker")
         worker_cpu_before = _cpu_seconds(worker.pid)
+        worker_system_before = _cpu_seconds(worker.pid, "system")
         web_cpu_before = _cpu_seconds(web.pid) if web is not None else 0.0
         bench_cpu_before = time.process_time()
         batches = []
@@ -287,6 +290,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
             time.sleep(POLL_SECONDS)
         wall = time.monotonic() - started
         worker_cpu = _cpu_seconds(worker.pid) - worker_cpu_before
+        worker_system = _cpu_seconds(worker.pid, "system") - worker_system_before
         web_cpu = _cpu_seconds(web.pid) - web_cpu_before if web is not None else 0.0
         bench_cpu = time.process_time() - bench_cpu_before
         peak_kib = next((int(line.split()[1]) for line in Path(f"/proc/{worker.pid}/status").read_text().splitlines() if line.startswith("VmHWM")), 0)
@@ -317,7 +321,8 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     if failures:
         print(f"first failure reasons: {failures}")
     print(f"model calls: {calls}  peak in flight at the model: {server.max_in_flight}")
-    print(f"worker CPU: {worker_cpu:.1f}s = {1000 * worker_cpu / max(calls, 1):.2f} ms per model call (with its tool call and saved steps)")
+    print(f"worker CPU: {worker_cpu:.1f}s = {1000 * worker_cpu / max(calls, 1):.2f} ms per model call (with its tool call and saved steps; "
+          f"{100 * worker_system / max(worker_cpu, 1e-9):.0f} % of it in the kernel)")
     print(f"per model call, in the worker: {cycle_ms:.0f} ms = {chat_ms:.0f} ms in the llm client (the server waits {args.latency * 1000:.0f} ms) "
           f"+ {cycle_ms - chat_ms:.0f} ms in the rest of the agent loop (tool call, saving both steps)")
     print(f"CPU during the run ({os.cpu_count()} cores × wall = {os.cpu_count() * wall:.0f} s): worker {worker_cpu:.1f} s, web server {web_cpu:.1f} s, "

@@ -17,15 +17,18 @@ import json
 import logging
 import os
 import random
+import ssl
 import threading
 import time
 from dataclasses import dataclass
 from decimal import Decimal
 
+import certifi
 import httpx
 import jsonschema
 from django.conf import settings
 
+from core.db import insert_row
 from llm import providers, scripted
 from llm.concurrency import endpoint_slot
 from llm.errors import ModelError, RetryableError
@@ -106,22 +109,36 @@ def _schema_problem(value: object, schema: dict) -> str | None:
     return f"at {where}: {error.message[:300]}"
 
 
-_clients: dict[tuple, httpx.Client] = {}
-_clients_lock = threading.Lock()
+_tls_context = None
+_tls_lock = threading.Lock()
+_thread_clients = threading.local()
+
+
+def _tls() -> ssl.SSLContext:
+    """The process's TLS context: loading the CA bundle costs ~20 ms, so it is done once
+    and shared (an SSLContext is safe to use from many threads)."""
+    global _tls_context
+    with _tls_lock:
+        if _tls_context is None:
+            _tls_context = ssl.create_default_context(cafile=certifi.where())
+        return _tls_context
 
 
 def _http_client(endpoint: ModelEndpoint) -> httpx.Client:
-    """One pooled client per timeout setting and process: building one loads the CA
-    bundle (~20 ms), too slow to pay on every call. httpx clients are thread-safe."""
+    """This thread's pooled client for the endpoint's timeouts. One client per thread, not
+    one per process: httpcore's pool scans every connection it holds under one lock for
+    each request and each response, so a pool shared by 64 worker threads cost more CPU than
+    the whole rest of a model call. A thread makes one call at a time, so its own pool keeps
+    one connection per host alive."""
     key = (endpoint.connect_timeout, endpoint.read_timeout)
-    with _clients_lock:
-        client = _clients.get(key)
-        if client is None:
-            timeout = httpx.Timeout(connect=endpoint.connect_timeout, read=endpoint.read_timeout, write=endpoint.read_timeout, pool=endpoint.connect_timeout)
-            limits = httpx.Limits(max_connections=1000, max_keepalive_connections=100)
-            # Redirects are never followed: the key must reach the configured host only.
-            client = _clients[key] = httpx.Client(timeout=timeout, limits=limits, follow_redirects=False, trust_env=False)
-        return client
+    clients = _thread_clients.__dict__.setdefault("clients", {})
+    client = clients.get(key)
+    if client is None:
+        timeout = httpx.Timeout(connect=endpoint.connect_timeout, read=endpoint.read_timeout, write=endpoint.read_timeout, pool=endpoint.connect_timeout)
+        limits = httpx.Limits(max_connections=20, max_keepalive_connections=4)
+        # Redirects are never followed: the key must reach the configured host only.
+        client = clients[key] = httpx.Client(timeout=timeout, limits=limits, follow_redirects=False, trust_env=False, verify=_tls())
+    return client
 
 
 def _one_answer(endpoint, messages, tools, schema, temperature, max_tokens, totals) -> providers.Reply:
@@ -259,7 +276,7 @@ def _raise_for_status(endpoint: ModelEndpoint, response: httpx.Response, raw: by
 
 
 def _record(endpoint, purpose, project_id, totals, started, *, outcome, cost=Decimal("0"), error="") -> None:
-    ModelCall.objects.create(
+    insert_row(ModelCall(
         endpoint=endpoint if endpoint.pk else None,
         endpoint_name=endpoint.name,
         project_id=project_id,
@@ -271,4 +288,4 @@ def _record(endpoint, purpose, project_id, totals, started, *, outcome, cost=Dec
         latency_ms=int((time.monotonic() - started) * 1000),
         attempts=max(totals["attempts"], 1),
         error=error[:2000],
-    )
+    ))

@@ -26,7 +26,15 @@ if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
 end
 return 0
 """
+# Frees the slot and wakes one waiter (the wake-up list is kept at most `cap` long).
+_RELEASE = """
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('RPUSH', KEYS[2], 1)
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[2]), -1)
+redis.call('EXPIRE', KEYS[2], 60)
+"""
 _redis_client = None
+_scripts = {}
 
 
 def _redis():
@@ -34,7 +42,10 @@ def _redis():
     if _redis_client is None:
         import redis
 
-        _redis_client = redis.Redis.from_url(settings.LLM_SLOTS_REDIS_URL)
+        client = redis.Redis.from_url(settings.LLM_SLOTS_REDIS_URL)
+        # One round trip each way: a script is sent by its hash (EVALSHA).
+        _scripts.update(acquire=client.register_script(_ACQUIRE), release=client.register_script(_RELEASE))
+        _redis_client = client
     return _redis_client
 
 
@@ -56,11 +67,11 @@ def _redis_slot(endpoint_id: int, cap: int, lease_seconds: float, wait_seconds: 
     key = f"taskwright:llm-slots:{endpoint_id}"
     wake = f"{key}:released"
     token = uuid.uuid4().hex
-    script = client.register_script(_ACQUIRE)
+    acquire = _scripts["acquire"]
     deadline = time.monotonic() + wait_seconds
     while True:
         now = time.time()
-        if script(keys=[key], args=[now, cap, now + lease_seconds, token, int(lease_seconds * 2000)]):
+        if acquire(keys=[key], args=[now, cap, now + lease_seconds, token, int(lease_seconds * 2000)]):
             break
         if time.monotonic() > deadline:
             raise ModelError("Timed out waiting for a free slot on this model endpoint.", kind="timeout")
@@ -69,8 +80,7 @@ def _redis_slot(endpoint_id: int, cap: int, lease_seconds: float, wait_seconds: 
     try:
         yield
     finally:
-        with client.pipeline() as pipe:
-            pipe.zrem(key, token).rpush(wake, 1).ltrim(wake, -cap, -1).expire(wake, 60).execute()
+        _scripts["release"](keys=[key, wake], args=[token, cap])
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ is rebuilt from the saved steps, so a rollout whose worker was killed resumes fr
 last saved step when the broker redelivers it, and a duplicate delivery does nothing.
 """
 
+import contextlib
 import json
 import logging
 import time
@@ -14,20 +15,23 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from core.db import insert_row
 from llm.client import chat
 from llm.errors import ModelError
 from llm.models import CallPurpose
-from rollouts.models import BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepKind
+from rollouts.models import BatchMode, Rollout, RolloutStatus, Step, StepKind
 from workspace.models import OverlayPurpose
 from workspace.services import overlay_create
 from workspace.tools import Workspace, execute, tool_specs
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
+PULSE_SECONDS = 1.0  # at most this long between a running rollout's heartbeats (and cancel checks)
 
 
 class _Stop(Exception):
@@ -45,38 +49,54 @@ def rollout_execute(*, rollout_id: int) -> None:
     stale = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS))
     claimed = Rollout.objects.filter(
         Q(status=RolloutStatus.QUEUED) | (Q(status=RolloutStatus.RUNNING, attempts__lt=MAX_ATTEMPTS) & stale), pk=rollout_id
-    ).update(status=RolloutStatus.RUNNING, attempts=F("attempts") + 1, heartbeat_at=now)
+    ).update(status=RolloutStatus.RUNNING, attempts=F("attempts") + 1, heartbeat_at=now, started_at=Coalesce(F("started_at"), Value(now)))
     if not claimed:
         Rollout.objects.filter(stale, pk=rollout_id, status=RolloutStatus.RUNNING, attempts__gte=MAX_ATTEMPTS).update(
             status=RolloutStatus.FAILED, reason="The worker running this rollout was interrupted too many times.", finished_at=now
         )
         return
-    Rollout.objects.filter(pk=rollout_id, started_at__isnull=True).update(started_at=timezone.now())
-    rollout = Rollout.objects.select_related("batch", "batch__endpoint", "batch__env_task__world", "batch__created_by", "overlay").get(pk=rollout_id)
+    rollout = Rollout.objects.select_related(
+        "batch", "batch__endpoint", "batch__rubric_version", "batch__env_task__world", "batch__created_by", "overlay"
+    ).get(pk=rollout_id)
+    # Read once; from here on each saved step is appended (_save_step), never read again.
+    steps = list(rollout.steps.order_by("index"))
     try:
-        final = _loop(rollout)
+        final = _loop(rollout, steps)
     except _Stop as stop:
         if stop.status != RolloutStatus.RUNNING:  # RUNNING: another delivery carries on
-            _finish(rollout, stop.status, stop.reason)
+            _finish(rollout, steps, stop.status, stop.reason)
         return
     except ModelError as error:
-        _finish(rollout, RolloutStatus.FAILED, f"The model call failed: {error.message}")
+        _finish(rollout, steps, RolloutStatus.FAILED, f"The model call failed: {error.message}")
         return
     except Exception as error:  # a bug must still leave a readable, terminal rollout
         logger.exception("rollout %s failed", rollout_id)
-        _finish(rollout, RolloutStatus.FAILED, f"Internal error ({type(error).__name__}); the team has the log.")
+        _finish(rollout, steps, RolloutStatus.FAILED, f"Internal error ({type(error).__name__}); the team has the log.")
         return
-    _finish(rollout, RolloutStatus.COMPLETED, "Finished with a final answer.", final_answer=final)
-    rollout.refresh_from_db(fields=["status", "final_answer"])
-    from rollouts.grading.services import rollout_graded
+    if _finish(rollout, steps, RolloutStatus.COMPLETED, "Finished with a final answer.", final_answer=final):
+        from rollouts.grading.services import rollout_graded
 
-    rollout_graded(rollout=rollout)  # queued on the grading queue
+        rollout_graded(rollout=rollout)  # queued on the grading queue
 
 
-def _finish(rollout: Rollout, status: str, reason: str, final_answer: str = "") -> None:
-    Rollout.objects.filter(pk=rollout.pk, status=RolloutStatus.RUNNING).update(
-        status=status, reason=reason[:2000], final_answer=final_answer, finished_at=timezone.now()
-    )
+def _totals(steps: list[Step]) -> dict:
+    """The rollout's token and cost totals: sums over its saved steps. `steps` holds every
+    saved step of the rollout up to its last (read at the start, then each one this delivery
+    saved), so the sums are right after a resume too."""
+    return {
+        "input_tokens": sum(s.input_tokens for s in steps), "output_tokens": sum(s.output_tokens for s in steps),
+        "cost": sum((s.cost for s in steps), Decimal("0")),
+    }
+
+
+def _finish(rollout: Rollout, steps: list[Step], status: str, reason: str, final_answer: str = "") -> bool:
+    """The terminal state with the final totals; False if the rollout had already left RUNNING."""
+    values = {"status": status, "reason": reason[:2000], "final_answer": final_answer, "finished_at": timezone.now(), **_totals(steps)}
+    if not Rollout.objects.filter(pk=rollout.pk, status=RolloutStatus.RUNNING).update(**values):
+        return False
+    for name, value in values.items():
+        setattr(rollout, name, value)
+    return True
 
 
 def _overlay(rollout: Rollout):
@@ -85,9 +105,11 @@ def _overlay(rollout: Rollout):
         return rollout.overlay
     batch = rollout.batch
     overlay = overlay_create(world=batch.env_task.world, user=batch.created_by, label=f"Rollout {rollout.index + 1} of batch {batch.pk}", purpose=OverlayPurpose.ROLLOUT)
-    if not Rollout.objects.filter(pk=rollout.pk, overlay__isnull=True).update(overlay=overlay):
+    if Rollout.objects.filter(pk=rollout.pk, overlay__isnull=True).update(overlay=overlay):
+        rollout.overlay = overlay
+    else:  # another delivery attached its overlay first: use that one
         overlay.delete()
-    rollout.refresh_from_db(fields=["overlay"])
+        rollout.refresh_from_db(fields=["overlay"])
     return rollout.overlay
 
 
@@ -109,20 +131,16 @@ def _messages(rollout: Rollout, steps: list[Step]) -> list[dict]:
 
 
 def _save_step(rollout: Rollout, steps: list[Step], **fields) -> Step:
-    """Save the next step and append it to `steps`, the rollout's saved steps in order; a
-    model step updates the rollout's token and cost totals in the same transaction, as
-    sums over its saved steps, so a resumed rollout's totals are right too."""
+    """Save the next step and append it to `steps`, the rollout's saved steps in order.
+
+    One INSERT, committed on its own: the unique (rollout, index) makes it the step's only
+    copy. Inside a caller's transaction (tests, a shell) a savepoint keeps that transaction
+    usable after a clash; a worker runs in autocommit, where a savepoint would only add a
+    BEGIN and a COMMIT to every step."""
+    atomic = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
     try:
-        with transaction.atomic():  # a savepoint: the caller's transaction survives a clash
-            step = Step.objects.create(rollout=rollout, index=len(steps), **fields)
-            totals = {}
-            if step.kind == StepKind.MODEL:
-                saved = [*steps, step]
-                totals = {
-                    "input_tokens": sum(s.input_tokens for s in saved), "output_tokens": sum(s.output_tokens for s in saved),
-                    "cost": sum((s.cost for s in saved), Decimal("0")),
-                }
-            Rollout.objects.filter(pk=rollout.pk).update(heartbeat_at=timezone.now(), **totals)
+        with atomic:
+            step = insert_row(Step(rollout=rollout, index=len(steps), **fields))
     except IntegrityError:
         # Another delivery of this rollout saved this step: let that one carry on.
         raise _Stop(RolloutStatus.RUNNING, "duplicate delivery") from None
@@ -130,11 +148,31 @@ def _save_step(rollout: Rollout, steps: list[Step], **fields) -> Step:
     return step
 
 
-def _check(rollout: Rollout, deadline) -> None:
-    """Before each model call: the batch's cancel (so running rollouts stop before their next
-    step) and the time limit. The batch row alone answers the cancel: no join."""
-    if RolloutBatch.objects.filter(pk=rollout.batch_id, cancelled_at__isnull=False).exists():
-        raise _Stop(RolloutStatus.CANCELLED, "Cancelled while running.")
+class _Pulse:
+    """A running rollout's round trip to its row before a model call, in one statement: the
+    heartbeat, the token and cost totals so far (sums over the saved steps, so a resumed
+    rollout's are right too) and the batch's cancel (a rollout of a cancelled batch matches no
+    row). Always before the first model call, then at most once every PULSE_SECONDS: a fast
+    model makes hundreds of calls a second in one worker, too many to pay a statement each,
+    and once a second still stops a cancelled rollout within seconds and keeps the live
+    totals fresh. Finishing writes the final totals whatever the pulse last wrote."""
+
+    def __init__(self, rollout: Rollout) -> None:
+        self.rollout = rollout
+        self.last: float | None = None
+
+    def beat(self, steps: list[Step]) -> None:
+        if self.last is not None and time.monotonic() - self.last < PULSE_SECONDS:
+            return
+        alive = Rollout.objects.filter(pk=self.rollout.pk, batch__cancelled_at__isnull=True).update(heartbeat_at=timezone.now(), **_totals(steps))
+        self.last = time.monotonic()
+        if not alive:
+            raise _Stop(RolloutStatus.CANCELLED, "Cancelled while running.")
+
+
+def _check(rollout: Rollout, steps: list[Step], deadline, pulse: _Pulse) -> None:
+    """Before each model call: the batch's cancel (through the pulse) and the time limit."""
+    pulse.beat(steps)
     if timezone.now() > deadline:
         raise _Stop(RolloutStatus.FAILED, f"Stopped at the time limit of {rollout.batch.time_limit_seconds} s.")
 
@@ -153,7 +191,7 @@ def _run_tools(rollout: Rollout, workspace: Workspace, calls: list[dict], steps:
         )
 
 
-def _loop(rollout: Rollout) -> str:
+def _loop(rollout: Rollout, steps: list[Step]) -> str:
     batch = rollout.batch
     if batch.endpoint is None:
         raise _Stop(RolloutStatus.FAILED, "The model endpoint of this batch was deleted.")
@@ -161,8 +199,6 @@ def _loop(rollout: Rollout) -> str:
     with_tools = batch.mode == BatchMode.TOOLS
     workspace = Workspace(batch.env_task.world, _overlay(rollout)) if with_tools else None
     tools = tool_specs(writable=True) if with_tools else None
-    # Read once; from here on each saved step is appended (_save_step), never read again.
-    steps = list(rollout.steps.order_by("index"))
     # Resume: tool calls of the last model step that have no saved result yet.
     if (steps and steps[-1].kind == StepKind.MODEL and steps[-1].tool_calls) or (steps and steps[-1].kind == StepKind.TOOL):
         last_model = next(s for s in reversed(steps) if s.kind == StepKind.MODEL)
@@ -170,8 +206,9 @@ def _loop(rollout: Rollout) -> str:
         _run_tools(rollout, workspace, last_model.tool_calls, steps, done)
     elif steps and steps[-1].kind == StepKind.MODEL and not steps[-1].tool_calls:
         return steps[-1].text  # the final answer was saved before the worker died
+    pulse = _Pulse(rollout)
     while True:
-        _check(rollout, deadline)
+        _check(rollout, steps, deadline, pulse)
         model_steps = sum(1 for s in steps if s.kind == StepKind.MODEL)
         if model_steps >= batch.max_steps:
             raise _Stop(RolloutStatus.FAILED, f"Reached the limit of {batch.max_steps} model steps without a final answer.")

@@ -83,6 +83,11 @@ class FakeLLMServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            # http.server writes the headers and the body in two sends; with Nagle's algorithm
+            # on, the body waits for the client's delayed ACK of the headers (~40 ms on Linux
+            # loopback). Providers' servers set TCP_NODELAY, and so does this one.
+            disable_nagle_algorithm = True
+
             def log_message(self, *args):  # keep test output clean
                 pass
 
