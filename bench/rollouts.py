@@ -153,8 +153,7 @@ def main() -> None:
     parser.add_argument("--rollouts", type=int, default=200)
     parser.add_argument("--steps", type=int, default=10, help="model calls per rollout: steps − 1 tool calls, then the answer")
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--threads", type=int, default=64, help="the worker's pool size (C)")
-    parser.add_argument("--pool", default="threads", choices=["threads", "gevent"], help="the worker's pool")
+    parser.add_argument("--threads", type=int, default=64, help="the worker's thread pool (C)")
     parser.add_argument("--debug", action="store_true", help="run with DEBUG on (every query is logged: ~40%% more CPU per query)")
     parser.add_argument("--no-web", action="store_true", help="do not start the web server")
     args = parser.parse_args()
@@ -218,12 +217,9 @@ def _run(args, database_url: str, var_dir: Path) -> None:
             return Reply(content=f"Step {done + 1}: looking.", tool_calls=[call], delay=args.latency)
         return Reply(content=f"Final answer after {done} tool calls: the price is $12m.", delay=args.latency)
 
-    server = FakeLLMServer().start()
+    # Connections stay open between calls, as every model provider keeps them.
+    server = FakeLLMServer(keep_alive=True).start()
     server.responder = respond
-    # Keep connections open between calls, as every model provider does (the fake server
-    # speaks HTTP/1.0 by default: a new connection, and a new server thread, per call).
-    server._server.RequestHandlerClass.protocol_version = "HTTP/1.1"
-    server._server.socket.listen(1024)  # a backlog for C connections opened at once (socketserver's is 5)
 
     user = User.objects.create_user("bench", password=uuid.uuid4().hex)
     project = Project.objects.create(name="Bench", slug="bench")
@@ -244,7 +240,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     env = dict(os.environ)
     worker_log = var_dir / "worker.log"
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "rollouts", "--pool", args.pool, "-c", str(args.threads),
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "rollouts", "--pool", "threads", "-c", str(args.threads),
          "-l", "info", "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"bench-{uuid.uuid4().hex[:6]}@%h"],
         cwd=ROOT, env=env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT,
     )
@@ -320,7 +316,9 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     print(f"statuses: {statuses}  steps saved: {steps} (expected {args.rollouts * (2 * args.steps - 1)})")
     if failures:
         print(f"first failure reasons: {failures}")
-    print(f"model calls: {calls}  peak in flight at the model: {server.max_in_flight}")
+    answered = [1000 * seconds for seconds in server.answer_seconds]
+    print(f"model calls: {calls}  peak in flight at the model: {server.max_in_flight}  connections: {server.connections}  "
+          f"the fake server's answer time p50/p99: {_percentile(answered, 0.5):.0f} / {_percentile(answered, 0.99):.0f} ms")
     print(f"worker CPU: {worker_cpu:.1f}s = {1000 * worker_cpu / max(calls, 1):.2f} ms per model call (with its tool call and saved steps; "
           f"{100 * worker_system / max(worker_cpu, 1e-9):.0f} % of it in the kernel)")
     print(f"per model call, in the worker: {cycle_ms:.0f} ms = {chat_ms:.0f} ms in the llm client (the server waits {args.latency * 1000:.0f} ms) "

@@ -17,19 +17,15 @@ import json
 import logging
 import os
 import random
-import ssl
-import threading
 import time
 from dataclasses import dataclass
 from decimal import Decimal
 
-import certifi
-import httpx
 import jsonschema
 from django.conf import settings
 
 from core.db import insert_row
-from llm import providers, scripted
+from llm import providers, scripted, transport
 from llm.concurrency import endpoint_slot
 from llm.errors import ModelError, RetryableError
 from llm.models import CallOutcome, EndpointKind, ModelCall, ModelEndpoint
@@ -109,38 +105,6 @@ def _schema_problem(value: object, schema: dict) -> str | None:
     return f"at {where}: {error.message[:300]}"
 
 
-_tls_context = None
-_tls_lock = threading.Lock()
-_thread_clients = threading.local()
-
-
-def _tls() -> ssl.SSLContext:
-    """The process's TLS context: loading the CA bundle costs ~20 ms, so it is done once
-    and shared (an SSLContext is safe to use from many threads)."""
-    global _tls_context
-    with _tls_lock:
-        if _tls_context is None:
-            _tls_context = ssl.create_default_context(cafile=certifi.where())
-        return _tls_context
-
-
-def _http_client(endpoint: ModelEndpoint) -> httpx.Client:
-    """This thread's pooled client for the endpoint's timeouts. One client per thread, not
-    one per process: httpcore's pool scans every connection it holds under one lock for
-    each request and each response, so a pool shared by 64 worker threads cost more CPU than
-    the whole rest of a model call. A thread makes one call at a time, so its own pool keeps
-    one connection per host alive."""
-    key = (endpoint.connect_timeout, endpoint.read_timeout)
-    clients = _thread_clients.__dict__.setdefault("clients", {})
-    client = clients.get(key)
-    if client is None:
-        timeout = httpx.Timeout(connect=endpoint.connect_timeout, read=endpoint.read_timeout, write=endpoint.read_timeout, pool=endpoint.connect_timeout)
-        limits = httpx.Limits(max_connections=20, max_keepalive_connections=4)
-        # Redirects are never followed: the key must reach the configured host only.
-        client = clients[key] = httpx.Client(timeout=timeout, limits=limits, follow_redirects=False, trust_env=False, verify=_tls())
-    return client
-
-
 def _one_answer(endpoint, messages, tools, schema, temperature, max_tokens, totals) -> providers.Reply:
     """One answer, with the transport-level retries."""
     if endpoint.kind == EndpointKind.SCRIPTED:
@@ -186,7 +150,7 @@ def _api_key(endpoint: ModelEndpoint) -> str | None:
     return key
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(response: transport.Response) -> float | None:
     value = response.headers.get("retry-after")
     if not value:
         return None
@@ -211,22 +175,20 @@ def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> pr
             headers["x-api-key"] = key
     elif key:
         headers["authorization"] = f"Bearer {key}"
-    deadline = time.monotonic() + endpoint.connect_timeout + endpoint.read_timeout
     try:
-        with _http_client(endpoint).stream("POST", base_url + path, json=body, headers=headers) as response:
-            chunks, size = [], 0
-            for chunk in response.iter_bytes():
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > MAX_RESPONSE_BYTES:
-                    raise RetryableError("The endpoint's answer is too large.", kind="response")
-                if time.monotonic() > deadline:  # a server that trickles bytes forever
-                    raise RetryableError(f"The endpoint did not finish answering within {endpoint.read_timeout:g} s.", kind="timeout")
-            raw = b"".join(chunks)
-    except httpx.TimeoutException:
-        raise RetryableError(f"The endpoint did not answer within {endpoint.read_timeout:g} s.", kind="timeout") from None
-    except httpx.TransportError as exc:
-        raise RetryableError(f"Could not reach the endpoint at {base_url} ({type(exc).__name__}).", kind="server") from None
+        response = transport.post(
+            base_url + path, json.dumps(body).encode(), headers,
+            connect_timeout=endpoint.connect_timeout, read_timeout=endpoint.read_timeout, max_bytes=MAX_RESPONSE_BYTES,
+        )
+    except transport.TransportError as error:
+        if error.kind == "too_large":
+            raise RetryableError("The endpoint's answer is too large.", kind="response") from None
+        if error.kind == "deadline":
+            raise RetryableError(f"The endpoint did not finish answering within {endpoint.read_timeout:g} s.", kind="timeout") from None
+        if error.kind == "timeout":
+            raise RetryableError(f"The endpoint did not answer within {endpoint.read_timeout:g} s.", kind="timeout") from None
+        raise RetryableError(f"Could not reach the endpoint at {base_url} ({error.detail or error.kind}).", kind="server") from None
+    raw = response.body
     if key:  # a provider or proxy that echoes the key back must not carry it into errors, logs or pages
         raw = raw.replace(key.encode(), b"[redacted]")
     _raise_for_status(endpoint, response, raw)
@@ -249,8 +211,8 @@ def _error_text(raw: bytes) -> str:
         return raw[:300].decode(errors="replace")
 
 
-def _raise_for_status(endpoint: ModelEndpoint, response: httpx.Response, raw: bytes) -> None:
-    status = response.status_code
+def _raise_for_status(endpoint: ModelEndpoint, response: transport.Response, raw: bytes) -> None:
+    status = response.status
     if status < 300:
         return
     detail = _error_text(raw)

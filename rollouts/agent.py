@@ -59,7 +59,8 @@ def rollout_execute(*, rollout_id: int) -> None:
         "batch", "batch__endpoint", "batch__rubric_version", "batch__env_task__world", "batch__created_by", "overlay"
     ).get(pk=rollout_id)
     # Read once; from here on each saved step is appended (_save_step), never read again.
-    steps = list(rollout.steps.order_by("index"))
+    # A first delivery (its claim took it from QUEUED) has nothing saved yet.
+    steps = list(rollout.steps.order_by("index")) if rollout.attempts > 1 else []
     try:
         final = _loop(rollout, steps)
     except _Stop as stop:
@@ -100,7 +101,8 @@ def _finish(rollout: Rollout, steps: list[Step], status: str, reason: str, final
 
 
 def _overlay(rollout: Rollout):
-    """The rollout's own scratch overlay, created once even if two deliveries race."""
+    """The rollout's own scratch overlay: made when its batch started; made here, once even
+    if two deliveries race, for a rollout that has none (a batch started before that)."""
     if rollout.overlay_id:
         return rollout.overlay
     batch = rollout.batch

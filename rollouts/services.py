@@ -15,6 +15,8 @@ from authoring.services import rubric_version_freeze
 from core.exceptions import ApplicationError
 from llm.models import ModelEndpoint
 from rollouts.models import DEFAULT_SYSTEM_PROMPT, BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepComment
+from workspace.models import OverlayPurpose
+from workspace.services import overlays_create
 
 MAX_ROLLOUTS = 64
 LIMITS = {
@@ -69,7 +71,11 @@ def rollout_batch_start(
         endpoint=endpoint, endpoint_name=endpoint.name, endpoint_scripted=endpoint.is_scripted, mode=mode,
         temperature=None if temperature is None else float(temperature), system_prompt=system_prompt, created_by=user, **values,
     )
-    rollouts = Rollout.objects.bulk_create(Rollout(batch=batch, index=i) for i in range(values["n"]))
+    overlays = [None] * values["n"]
+    if mode == BatchMode.TOOLS:  # each rollout's own scratch overlay, made here rather than on the worker's hot path
+        labels = [f"Rollout {i + 1} of batch {batch.pk}" for i in range(values["n"])]
+        overlays = overlays_create(world=env_task.world, user=user, labels=labels, purpose=OverlayPurpose.ROLLOUT)
+    rollouts = Rollout.objects.bulk_create(Rollout(batch=batch, index=i, overlay=overlay) for i, overlay in enumerate(overlays))
     ids = [r.pk for r in rollouts]
     transaction.on_commit(lambda: _enqueue(ids))
     return batch

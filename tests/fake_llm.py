@@ -7,6 +7,13 @@ of requests in flight.
 
     server.script(Reply(content="hello"), Reply(status=429, headers={"Retry-After": "1"}))
     server.responder = lambda request: Reply(structured={...})   # when the script is empty
+
+By default each answer closes its connection (HTTP/1.0). `FakeLLMServer(keep_alive=True)`
+keeps connections open as providers do; `idle_timeout` then closes one left idle that long
+without telling the client, as providers' load balancers do. `connections` counts the
+connections accepted; `answer_seconds` keeps how long each answer took from its request
+read to its last byte written (scripted delays included), to tell the server's share of a
+call's latency from the client's.
 """
 
 import json
@@ -39,7 +46,10 @@ class Request:
 
 
 class FakeLLMServer:
-    def __init__(self) -> None:
+    def __init__(self, *, keep_alive: bool = False, idle_timeout: float | None = None) -> None:
+        self.keep_alive, self.idle_timeout = keep_alive, idle_timeout
+        self.connections = 0
+        self.answer_seconds: list[float] = []
         self.requests: list[Request] = []
         self.queue: list[Reply] = []
         self.responder = lambda request: Reply()
@@ -48,6 +58,7 @@ class FakeLLMServer:
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
+        self._server.socket.listen(1024)  # many clients may connect at once (socketserver's backlog is 5)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
@@ -71,6 +82,8 @@ class FakeLLMServer:
             self.requests.clear()
             self.queue.clear()
             self.max_in_flight = 0
+            self.connections = 0
+            self.answer_seconds.clear()
         self.responder = lambda request: Reply()
 
     def _next(self, request: Request) -> Reply:
@@ -87,11 +100,19 @@ class FakeLLMServer:
             # on, the body waits for the client's delayed ACK of the headers (~40 ms on Linux
             # loopback). Providers' servers set TCP_NODELAY, and so does this one.
             disable_nagle_algorithm = True
+            protocol_version = "HTTP/1.1" if server.keep_alive else "HTTP/1.0"
+            timeout = server.idle_timeout  # an idle keep-alive connection is closed after this
+
+            def setup(self):
+                super().setup()
+                with server._lock:
+                    server.connections += 1
 
             def log_message(self, *args):  # keep test output clean
                 pass
 
             def do_POST(self):
+                started = time.monotonic()
                 length = int(self.headers.get("content-length", 0))
                 try:
                     body = json.loads(self.rfile.read(length) or b"{}")
@@ -127,6 +148,7 @@ class FakeLLMServer:
                 finally:
                     with server._lock:
                         server.in_flight -= 1
+                        server.answer_seconds.append(time.monotonic() - started)
 
         return Handler
 

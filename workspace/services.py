@@ -44,6 +44,20 @@ def overlay_create(
 
 
 @transaction.atomic
+def overlays_create(*, world: World, user, labels: list[str], purpose: str) -> list[Overlay]:
+    """One overlay per label, with the default actor, in one statement (a batch of trial
+    rollouts gets its overlays when it starts, not one by one on the workers)."""
+    author_membership(user=user, project_id=world.project_id)
+    if purpose not in OverlayPurpose.values:
+        raise ApplicationError(f"Unknown overlay purpose {purpose!r}; choose one of {', '.join(OverlayPurpose.values)}.")
+    labels = [" ".join(str(label or "").split()) for label in labels]
+    if any(len(label) > 200 for label in labels):
+        raise ApplicationError("The label is too long (200 characters at most).")
+    created_by = user if getattr(user, "is_authenticated", False) else None
+    return Overlay.objects.bulk_create(Overlay(world=world, label=label, purpose=purpose, created_by=created_by) for label in labels)
+
+
+@transaction.atomic
 def overlay_delete(*, overlay: Overlay, user) -> None:
     author_membership(user=user, project_id=overlay.world.project_id)
     overlay.delete()

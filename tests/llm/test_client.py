@@ -140,3 +140,60 @@ def test_disabled_endpoint_is_refused(endpoint):
     endpoint.save()
     with pytest.raises(ModelError, match="disabled"):
         chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+
+
+# --- the transport: one keep-alive connection per thread and host ------------------------
+
+@pytest.fixture
+def keep_alive_server():
+    from tests.fake_llm import FakeLLMServer
+
+    server = FakeLLMServer(keep_alive=True, idle_timeout=0.3).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def keep_alive_endpoint(db, keep_alive_server, settings):
+    settings.LLM_BACKOFF_BASE = 5  # a retry with backoff would show in the time taken
+    return ModelEndpoint.objects.create(name="kept", kind="openai_compatible", base_url=keep_alive_server.url, model="m", read_timeout=5)
+
+
+def test_calls_from_one_thread_share_one_connection(keep_alive_endpoint, keep_alive_server):
+    for word in ("one", "two", "three"):
+        keep_alive_server.script(Reply(content=word))
+        assert chat(endpoint=keep_alive_endpoint, messages=MESSAGES, purpose="drafting").text == word
+    assert keep_alive_server.connections == 1 and len(keep_alive_server.requests) == 3
+
+
+def test_a_connection_the_server_closed_while_idle_is_replaced_at_once(keep_alive_endpoint, keep_alive_server):
+    keep_alive_server.script(Reply(content="before"), Reply(content="after"))
+    chat(endpoint=keep_alive_endpoint, messages=MESSAGES, purpose="drafting")
+    time.sleep(0.6)  # the server drops the idle connection without telling the client
+    started = time.monotonic()
+    result = chat(endpoint=keep_alive_endpoint, messages=MESSAGES, purpose="drafting")
+    assert result.text == "after" and result.attempts == 1 and time.monotonic() - started < 2
+    assert keep_alive_server.connections == 2
+
+
+def test_an_answer_over_the_size_cap_is_refused(endpoint, fake_llm, monkeypatch):
+    monkeypatch.setattr("llm.client.MAX_RESPONSE_BYTES", 1000)
+    endpoint.max_retries = 0
+    endpoint.save()
+    fake_llm.script(Reply(content="x" * 5000))
+    with pytest.raises(ModelError, match="answer is too large"):
+        chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+
+
+def test_an_endpoint_nobody_listens_on_says_it_could_not_be_reached(db, settings):
+    import socket
+
+    settings.LLM_BACKOFF_BASE = 0.01
+    with socket.socket() as probe:  # a port that was free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    endpoint = ModelEndpoint.objects.create(name="gone", kind="openai_compatible", base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=1)
+    with pytest.raises(ModelError) as caught:
+        chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+    assert caught.value.kind == "server"
+    assert f"Could not reach the endpoint at http://127.0.0.1:{port}/v1 (ConnectionRefusedError)" in caught.value.message

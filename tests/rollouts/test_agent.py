@@ -187,3 +187,85 @@ def test_a_duplicate_message_for_a_live_rollout_does_nothing(team, task, endpoin
     rollout_execute(rollout_id=rollout.pk)  # another worker is alive and beating: leave it alone
     rollout.refresh_from_db()
     assert rollout.status == RolloutStatus.RUNNING and rollout.attempts == 3 and fake_llm.requests == []
+
+
+# --- the hot path: overlays made at the start, the pulse, totals ---------------------------
+
+def test_each_tool_rollout_gets_its_own_overlay_when_the_batch_starts(team, task, endpoint, django_capture_on_commit_callbacks):
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks, n=3)
+    overlays = [r.overlay for r in batch.rollouts.select_related("overlay")]
+    assert all(overlays) and len({o.pk for o in overlays}) == 3
+    assert [o.label for o in overlays] == [f"Rollout {i} of batch {batch.pk}" for i in (1, 2, 3)]
+    assert all(o.world_id == task.world_id and o.purpose == "rollout" for o in overlays)
+    baseline = start(task, team, endpoint, django_capture_on_commit_callbacks, n=2, mode="no_tools")
+    assert not baseline.rollouts.filter(overlay__isnull=False).exists()
+
+
+def test_the_agent_writes_into_the_overlay_made_at_the_start(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    fake_llm.script(
+        Reply(content=None, tool_calls=[{"name": "write_file", "arguments": {"path": "Out/memo.md", "content": "Price: $12m."}}]),
+        Reply(content="Wrote Out/memo.md."),
+    )
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout = batch.rollouts.get()
+    overlay_id = rollout.overlay_id
+    rollout_execute(rollout_id=rollout.pk)
+    rollout.refresh_from_db()
+    assert rollout.status == RolloutStatus.COMPLETED and rollout.overlay_id == overlay_id
+    assert OverlayEntry.objects.get(overlay_id=overlay_id).path == "Out/memo.md"
+
+
+def test_a_rollout_without_an_overlay_gets_one_on_the_worker(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout = batch.rollouts.get()
+    Rollout.objects.filter(pk=rollout.pk).update(overlay=None)  # as batches started before overlays were made up front
+    fake_llm.script(Reply(content="Done."))
+    rollout_execute(rollout_id=rollout.pk)
+    rollout.refresh_from_db()
+    assert rollout.status == RolloutStatus.COMPLETED and rollout.overlay.label == f"Rollout 1 of batch {batch.pk}"
+
+
+def test_totals_are_sums_over_the_saved_steps_after_a_resume(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout = batch.rollouts.get()
+    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now())
+    Step.objects.create(rollout=rollout, index=0, kind=StepKind.MODEL, text="Looking.", input_tokens=1000, output_tokens=7, cost="0.5",
+                        tool_calls=[{"id": "a", "name": "list_files", "arguments": {}, "raw_arguments": ""}])
+    fake_llm.script(Reply(content="Done.", input_tokens=10, output_tokens=3))
+    rollout_execute(rollout_id=rollout.pk)  # a redelivery: resumes after the saved model step
+    rollout.refresh_from_db()
+    assert rollout.status == RolloutStatus.COMPLETED and rollout.steps.count() == 3
+    assert (rollout.input_tokens, rollout.output_tokens) == (1010, 10) and rollout.cost > 0.5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_cancel_stops_a_running_rollout_within_the_pulse(team, task, endpoint, fake_llm, monkeypatch):
+    """The cancel is read at most once per PULSE_SECONDS: a running rollout stops within that
+    (plus the model call in flight), not after its last step."""
+    import threading
+    import time as clock
+
+    from rollouts.agent import PULSE_SECONDS
+
+    fake_llm.responder = lambda request: Reply(content="Looking.", tool_calls=[{"name": "list_files", "arguments": {}}], delay=0.1)
+    monkeypatch.setattr(services, "_enqueue", lambda ids: None)  # this test runs the rollout itself, not through the broker
+    batch = services.rollout_batch_start(env_task=task, user=team.author, endpoint=endpoint, n=1, max_steps=200)
+    rollout = batch.rollouts.get()
+    cancelled_at = {}
+
+    def cancel_after_two_steps():
+        while Step.objects.filter(rollout=rollout, kind=StepKind.MODEL).count() < 2:
+            clock.sleep(0.02)
+        services.rollout_batch_cancel(batch=batch, user=team.author)
+        cancelled_at["t"] = clock.monotonic()
+
+    canceller = threading.Thread(target=cancel_after_two_steps)
+    canceller.start()
+    rollout_execute(rollout_id=rollout.pk)
+    stopped = clock.monotonic()
+    canceller.join(timeout=10)
+    rollout.refresh_from_db()
+    assert rollout.status == RolloutStatus.CANCELLED and rollout.reason == "Cancelled while running."
+    assert stopped - cancelled_at["t"] < PULSE_SECONDS + 0.5
+    model_steps = rollout.steps.filter(kind=StepKind.MODEL).count()
+    assert 2 <= model_steps < 200 and rollout.input_tokens == 100 * model_steps  # final totals cover every saved step

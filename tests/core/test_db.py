@@ -1,0 +1,50 @@
+from decimal import Decimal
+
+import pytest
+from django.db import IntegrityError, transaction
+
+from core.db import insert_row
+from llm.models import ModelCall
+from rollouts.models import Step, StepKind
+from workspace.models import Overlay
+
+
+@pytest.fixture
+def rollout(team, world, endpoint, django_capture_on_commit_callbacks):
+    from rollouts import services
+    from tests import factories
+
+    with django_capture_on_commit_callbacks(execute=False):
+        batch = services.rollout_batch_start(env_task=factories.env_task(world, team.author), user=team.author, endpoint=endpoint, n=1)
+    return batch.rollouts.get()
+
+
+def test_insert_row_saves_what_save_would(rollout):
+    calls = [{"id": "c1", "name": "read_file", "arguments": {"path": "Deal/ä.md"}, "raw_arguments": ""}]
+    step = insert_row(Step(rollout=rollout, index=0, kind=StepKind.MODEL, text="Looking.", tool_calls=calls, cost=Decimal("0.25"), input_tokens=7))
+    assert step.pk and not step._state.adding and step.created_at is not None  # auto_now_add ran
+    saved = Step.objects.get(pk=step.pk)
+    assert (saved.text, saved.tool_calls, saved.cost, saved.input_tokens, saved.arguments) == ("Looking.", calls, Decimal("0.25"), 7, None)
+    assert saved.created_at == step.created_at
+    call = insert_row(ModelCall(endpoint_name="x", purpose="rollout", outcome="ok", latency_ms=3, attempts=1))
+    assert ModelCall.objects.get(pk=call.pk).latency_ms == 3
+
+
+def test_insert_row_keeps_the_unique_constraints(rollout):
+    insert_row(Step(rollout=rollout, index=0, kind=StepKind.TOOL, text="a"))
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert_row(Step(rollout=rollout, index=0, kind=StepKind.TOOL, text="b"))
+    assert list(rollout.steps.values_list("text", flat=True)) == ["a"]  # the outer transaction is still usable
+
+
+def test_insert_row_refuses_a_model_whose_save_or_signals_it_would_skip(db):
+    class Noisy(Overlay):
+        class Meta:
+            app_label = "workspace"
+            proxy = True
+
+        def save(self, *args, **kwargs):  # pragma: no cover - never called
+            super().save(*args, **kwargs)
+
+    with pytest.raises(TypeError, match="skips save"):
+        insert_row(Noisy())
