@@ -28,7 +28,10 @@ Uses the database and broker the environment names (PostgreSQL + Redis recommend
 temporary SQLite file and the filesystem broker. PostgreSQL needs a free connection per
 worker thread. A batch holds at most 64 rollouts, so the rollouts go in batches of 50.
 
-    .venv/bin/python bench/rollouts.py [--rollouts 200] [--steps 10] [--latency 0.2] [--threads 64] [--no-web]
+    .venv/bin/python bench/rollouts.py [--rollouts 200] [--steps 10] [--latency 0.2] [--threads 64] [--workers 1] [--no-web]
+
+`--workers N` starts N such processes instead of one (ideal = ceil(rollouts / (N × C)) × …),
+to measure what more processes buy; the issue's targets are for one.
 """
 
 import argparse
@@ -148,12 +151,27 @@ def _cpu_seconds(pid: int, part: str = "both") -> float:
     return {"both": user + system, "user": user, "system": system}[part] / os.sysconf("SC_CLK_TCK")
 
 
+def _services_cpu_seconds() -> dict[str, float]:
+    """CPU time so far of the PostgreSQL and Redis processes on this machine (all backends
+    alive now; the bench's connections stay open for the whole run)."""
+    totals = {"postgres": 0.0, "redis-server": 0.0}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            text = stat.read_text()
+            name = text[text.index("(") + 1 : text.rindex(")")]
+            if name in totals:
+                fields = text.rpartition(")")[2].split()
+                totals[name] += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return totals
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rollouts", type=int, default=200)
     parser.add_argument("--steps", type=int, default=10, help="model calls per rollout: steps − 1 tool calls, then the answer")
     parser.add_argument("--latency", type=float, default=0.2)
-    parser.add_argument("--threads", type=int, default=64, help="the worker's thread pool (C)")
+    parser.add_argument("--threads", type=int, default=64, help="each worker's thread pool (C)")
+    parser.add_argument("--workers", type=int, default=1, help="worker processes (the targets are for one)")
     parser.add_argument("--debug", action="store_true", help="run with DEBUG on (every query is logged: ~40%% more CPU per query)")
     parser.add_argument("--no-web", action="store_true", help="do not start the web server")
     args = parser.parse_args()
@@ -205,8 +223,9 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         with connection.cursor() as cursor:
             cursor.execute("SELECT current_setting('max_connections')::int - (SELECT count(*) FROM pg_stat_activity)")
             free = cursor.fetchone()[0]
-        if free < args.threads + 10:
-            sys.exit(f"PostgreSQL has {free} free connections; the worker's {args.threads} threads and the web server need {args.threads + 10}.")
+        needed = args.workers * args.threads + 10
+        if free < needed:
+            sys.exit(f"PostgreSQL has {free} free connections; the workers' threads and the web server need {needed}.")
 
     paths = [f"Deal/Doc {i}.md" for i in range(DOCUMENTS)]
 
@@ -232,18 +251,21 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         world=world, user=user, title="Find the price", prompt="Read the data room and state the purchase price.", reference_answer="$12m",
     )
     endpoint = ModelEndpoint.objects.create(
-        name="fake", kind="openai_compatible", base_url=server.url, model="fake", max_concurrency=args.threads + 8, read_timeout=30,
+        name="fake", kind="openai_compatible", base_url=server.url, model="fake", max_concurrency=args.workers * args.threads + 8, read_timeout=30,
     )
 
     with app.connection_for_write() as conn, contextlib.suppress(Exception):
         conn.default_channel.queue_purge("rollouts")
     env = dict(os.environ)
-    worker_log = var_dir / "worker.log"
-    worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "rollouts", "--pool", "threads", "-c", str(args.threads),
-         "-l", "info", "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"bench-{uuid.uuid4().hex[:6]}@%h"],
-        cwd=ROOT, env=env, stdout=worker_log.open("w"), stderr=subprocess.STDOUT,
-    )
+    workers = [
+        subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "rollouts", "--pool", "threads", "-c", str(args.threads),
+             "-l", "info", "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"bench-{uuid.uuid4().hex[:6]}@%h"],
+            cwd=ROOT, env=env, stdout=(var_dir / f"worker-{i}.log").open("w"), stderr=subprocess.STDOUT,
+        )
+        for i in range(args.workers)
+    ]
+    worker_log = var_dir / "worker-0.log"
     web = loader = None
     url = ""
     peak_running = 0
@@ -256,11 +278,13 @@ def _run(args, database_url: str, var_dir: Path) -> None:
                 cwd=ROOT, env=env, stdout=web_log.open("w"), stderr=subprocess.STDOUT,
             )
             _wait_for_log(web, web_log, "Quit the server", "the web server")
-        _wait_for_log(worker, worker_log, "ready.", "the worker")
-        worker_cpu_before = _cpu_seconds(worker.pid)
-        worker_system_before = _cpu_seconds(worker.pid, "system")
+        for i, worker in enumerate(workers):
+            _wait_for_log(worker, var_dir / f"worker-{i}.log", "ready.", "a worker")
+        worker_cpu_before = sum(_cpu_seconds(w.pid) for w in workers)
+        worker_system_before = sum(_cpu_seconds(w.pid, "system") for w in workers)
         web_cpu_before = _cpu_seconds(web.pid) if web is not None else 0.0
         bench_cpu_before = time.process_time()
+        services_before = _services_cpu_seconds()
         batches = []
         started = time.monotonic()
         for offset in range(0, args.rollouts, BATCH_SIZE):
@@ -285,16 +309,20 @@ def _run(args, database_url: str, var_dir: Path) -> None:
                 sys.exit(f"No rollout finished for {STALL_SECONDS} s; unfinished: {stuck}. Worker log: {worker_log}")
             time.sleep(POLL_SECONDS)
         wall = time.monotonic() - started
-        worker_cpu = _cpu_seconds(worker.pid) - worker_cpu_before
-        worker_system = _cpu_seconds(worker.pid, "system") - worker_system_before
+        worker_cpu = sum(_cpu_seconds(w.pid) for w in workers) - worker_cpu_before
+        worker_system = sum(_cpu_seconds(w.pid, "system") for w in workers) - worker_system_before
         web_cpu = _cpu_seconds(web.pid) - web_cpu_before if web is not None else 0.0
         bench_cpu = time.process_time() - bench_cpu_before
-        peak_kib = next((int(line.split()[1]) for line in Path(f"/proc/{worker.pid}/status").read_text().splitlines() if line.startswith("VmHWM")), 0)
+        services_cpu = {name: seconds - services_before[name] for name, seconds in _services_cpu_seconds().items()}
+        peak_kib = max(
+            next((int(line.split()[1]) for line in Path(f"/proc/{w.pid}/status").read_text().splitlines() if line.startswith("VmHWM")), 0)
+            for w in workers
+        )
     finally:
         if loader is not None:
             loader.stopped.set()
             loader.join(timeout=35)
-        for process in (web, worker):
+        for process in (web, *workers):
             if process is not None:
                 _stop(process)
         server.stop()
@@ -309,23 +337,24 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     failures = list(rollouts.exclude(status=RolloutStatus.COMPLETED).values_list("reason", flat=True)[:3])
 
     calls = len(server.requests)
-    ideal = math.ceil(args.rollouts / args.threads) * args.steps * args.latency
+    ideal = math.ceil(args.rollouts / (args.workers * args.threads)) * args.steps * args.latency
     print(f"database: {'PostgreSQL' if database_url.startswith('postgres') else 'SQLite'}  broker: {app.conf.broker_url.split(':')[0]}  "
           f"DEBUG: {'on' if args.debug else 'off'}  cores: {os.cpu_count()}")
-    print(f"rollouts: {args.rollouts} × {args.steps} model calls  latency: {args.latency}s  worker threads (C): {args.threads}")
+    print(f"rollouts: {args.rollouts} × {args.steps} model calls  latency: {args.latency}s  worker processes: {args.workers} × threads (C): {args.threads}")
     print(f"statuses: {statuses}  steps saved: {steps} (expected {args.rollouts * (2 * args.steps - 1)})")
     if failures:
         print(f"first failure reasons: {failures}")
     answered = [1000 * seconds for seconds in server.answer_seconds]
     print(f"model calls: {calls}  peak in flight at the model: {server.max_in_flight}  connections: {server.connections}  "
           f"the fake server's answer time p50/p99: {_percentile(answered, 0.5):.0f} / {_percentile(answered, 0.99):.0f} ms")
-    print(f"worker CPU: {worker_cpu:.1f}s = {1000 * worker_cpu / max(calls, 1):.2f} ms per model call (with its tool call and saved steps; "
+    print(f"worker CPU{' (all processes)' if args.workers > 1 else ''}: {worker_cpu:.1f}s = {1000 * worker_cpu / max(calls, 1):.2f} ms per model call (with its tool call and saved steps; "
           f"{100 * worker_system / max(worker_cpu, 1e-9):.0f} % of it in the kernel)")
     print(f"per model call, in the worker: {cycle_ms:.0f} ms = {chat_ms:.0f} ms in the llm client (the server waits {args.latency * 1000:.0f} ms) "
           f"+ {cycle_ms - chat_ms:.0f} ms in the rest of the agent loop (tool call, saving both steps)")
     print(f"CPU during the run ({os.cpu_count()} cores × wall = {os.cpu_count() * wall:.0f} s): worker {worker_cpu:.1f} s, web server {web_cpu:.1f} s, "
-          f"this process (fake model server, polling, page loads) {bench_cpu:.1f} s")
-    print(f"worker peak memory (VmHWM): {peak_kib / 1024:.0f} MiB")
+          f"this process (fake model server, polling, page loads) {bench_cpu:.1f} s, "
+          f"PostgreSQL {services_cpu['postgres']:.1f} s, Redis {services_cpu['redis-server']:.1f} s")
+    print(f"worker peak memory (VmHWM{', the largest process' if args.workers > 1 else ''}): {peak_kib / 1024:.0f} MiB")
     print(f"wall: {wall:.2f}s  ideal: {ideal:.2f}s")
     if loader is not None:
         page, partial = loader.latencies_ms["page"], loader.latencies_ms["partial"]
@@ -335,7 +364,8 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         print(f"web page p50 ms: {_percentile(page, 0.5):.0f}")
         print(f"web p95 ms: {_percentile(page, 0.95):.0f}")
     print(f"rollouts wall/ideal: {wall / ideal:.2f}")
-    print(f"concurrent rollouts per process: {peak_running}  (peak number of rollouts RUNNING at once, polled every {POLL_SECONDS * 1000:.0f} ms)")
+    print(f"concurrent rollouts per process: {peak_running // args.workers}  (peak number of rollouts RUNNING at once"
+          f"{f' over {args.workers} processes' if args.workers > 1 else ''}, polled every {POLL_SECONDS * 1000:.0f} ms)")
 
 
 if __name__ == "__main__":

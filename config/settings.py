@@ -291,7 +291,7 @@ LOGGING = {
 LLM_SLOTS_REDIS_URL = os.environ.get("LLM_SLOTS_REDIS_URL") or REDIS_URL or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
 )
-# A running rollout whose last sign of life (claim or saved step) is older than this lost its
+# A running rollout whose last sign of life (claim, or the heartbeat before a model call) is older than this lost its
 # worker: a redelivered message may take it over. Above the longest model call with retries.
 ROLLOUT_STALE_SECONDS = int(os.environ.get("ROLLOUT_STALE_SECONDS", "600"))
 LLM_BACKOFF_BASE = float(os.environ.get("LLM_BACKOFF_BASE", "0.5"))  # seconds, doubled per retry

@@ -8,6 +8,7 @@ kernel when a process dies), which covers every process on one machine.
 import contextlib
 import fcntl
 import os
+import random
 import time
 import uuid
 from collections.abc import Iterator
@@ -90,7 +91,10 @@ def _file_slot(endpoint_id: int, cap: int, wait_seconds: float) -> Iterator[None
     deadline = time.monotonic() + wait_seconds
     delay = 0.005
     while True:
-        for i in range(cap):
+        # From a random slot: scanning from 0 each time would try every held slot first
+        # (with 64 of 72 held, ~64 opens and locks per call instead of ~9).
+        first = random.randrange(cap)
+        for i in ((first + k) % cap for k in range(cap)):
             fd = os.open(folder / f"{i}.lock", os.O_RDWR | os.O_CREAT, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

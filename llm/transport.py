@@ -27,12 +27,12 @@ CHUNK = 64 * 1024
 class TransportError(Exception):
     """The exchange failed before a whole answer arrived. `kind`: "timeout" (no byte for
     read_timeout), "deadline" (the answer kept trickling past connect + read timeout),
-    "too_large" (over max_bytes) or "connection" (refused, reset, TLS, malformed HTTP)."""
+    "too_large" (over max_bytes) or "connection" (refused, reset, TLS, malformed HTTP).
+    `stale`: the connection was closed before any answer began."""
 
-    def __init__(self, kind: str, detail: str = "") -> None:
+    def __init__(self, kind: str, detail: str = "", *, stale: bool = False) -> None:
         super().__init__(f"{kind}: {detail}" if detail else kind)
-        self.kind = kind
-        self.detail = detail
+        self.kind, self.detail, self.stale = kind, detail, stale
 
 
 @dataclass
@@ -82,50 +82,53 @@ def post(url: str, body: bytes, headers: dict[str, str], *, connect_timeout: flo
     """POST `body` and read the whole answer, within `connect_timeout + read_timeout` in all."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise TransportError(f"{url} is not an http(s) address.")
+        raise TransportError("connection", f"{url} is not an http(s) address")
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     deadline = time.monotonic() + connect_timeout + read_timeout
-    for attempt in range(2):
-        connection = _connection(parts.scheme, host, parts.port, connect_timeout)
-        reused = connection.sock is not None
-        try:
-            if not reused:
-                connection.connect()
-            connection.sock.settimeout(read_timeout)
-            connection.request("POST", path, body=body, headers=headers)
-            response = connection.getresponse()
-        except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
-            _drop(connection)
-            if reused and attempt == 0:
-                continue  # the server had closed the idle keep-alive connection: once more, on a new one
-            raise TransportError("connection", type(exc).__name__) from None
-        except TimeoutError:
-            _drop(connection)
-            raise TransportError("timeout") from None
-        except (OSError, http.client.HTTPException) as exc:
-            _drop(connection)
-            raise TransportError("connection", type(exc).__name__) from None
-        try:
-            chunks, size = [], 0
-            while chunk := response.read1(CHUNK):
-                chunks.append(chunk)
-                size += len(chunk)
-                if size > max_bytes:
-                    raise TransportError("too_large")
-                if time.monotonic() > deadline:  # a server that trickles bytes forever
-                    raise TransportError("deadline")
-        except TransportError:
-            _drop(connection)
+    connection = _connection(parts.scheme, host, parts.port, connect_timeout)
+    reused = connection.sock is not None
+    try:
+        return _exchange(connection, path, body, headers, read_timeout, max_bytes, deadline)
+    except TransportError as error:
+        if not (error.stale and reused):
             raise
-        except TimeoutError:
-            _drop(connection)
-            raise TransportError("timeout") from None
-        except (OSError, http.client.HTTPException) as exc:
-            _drop(connection)
-            raise TransportError("connection", type(exc).__name__) from None
+    # The server had closed the idle keep-alive connection: once more, on a new one.
+    connection = _connection(parts.scheme, host, parts.port, connect_timeout)
+    return _exchange(connection, path, body, headers, read_timeout, max_bytes, deadline)
+
+
+def _exchange(connection, path, body, headers, read_timeout, max_bytes, deadline) -> Response:
+    """One request and its whole answer; any failure closes the connection."""
+    answered = False
+    try:
+        if connection.sock is None:
+            connection.connect()
+        connection.sock.settimeout(read_timeout)
+        connection.request("POST", path, body=body, headers=headers)
+        response = connection.getresponse()
+        answered = True
+        chunks, size = [], 0
+        while chunk := response.read1(CHUNK):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:
+                raise TransportError("too_large")
+            if time.monotonic() > deadline:  # a server that trickles bytes forever
+                raise TransportError("deadline")
         response.close()  # marks the answer read: the connection takes the next request
-        if response.will_close:
-            _drop(connection)
-        return Response(status=response.status, headers=response.headers, body=b"".join(chunks))
-    raise AssertionError("unreachable")
+    except TransportError:
+        _drop(connection)
+        raise
+    except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
+        _drop(connection)
+        raise TransportError("connection", type(exc).__name__, stale=not answered) from None
+    except TimeoutError:
+        _drop(connection)
+        raise TransportError("timeout") from None
+    except (OSError, http.client.HTTPException) as exc:
+        _drop(connection)
+        raise TransportError("connection", type(exc).__name__) from None
+    if response.will_close:
+        _drop(connection)
+    return Response(status=response.status, headers=response.headers, body=b"".join(chunks))
