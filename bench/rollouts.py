@@ -7,9 +7,9 @@ latency per model call, while a thread keeps loading the batch page of the web a
                  concurrent rollouts per process: <n>       (target ≥ 50: the peak number of
                                                              rollouts RUNNING at once, polled)
 
-The fake server decides each reply by counting the tool results in the request: fewer than
-steps − 1 → one tool call (list_files, then read_file), else a final answer. It keeps
-connections open as providers do. The endpoint's concurrency cap is C + 8, so only the pool
+The fake server, in a process of its own as a provider is, decides each reply by counting the
+tool results in the request: fewer than steps − 1 → one tool call (list_files, then
+read_file), else a final answer. It keeps connections open as providers do. The endpoint's concurrency cap is C + 8, so only the pool
 limits concurrency. The task has no rubric criteria, so nothing is graded. The worker and
 the web server run with DEBUG off, as in production (--debug to turn it on).
 
@@ -36,6 +36,7 @@ to measure what more processes buy; the issue's targets are for one.
 
 import argparse
 import contextlib
+import json
 import math
 import os
 import secrets
@@ -165,6 +166,51 @@ def _services_cpu_seconds() -> dict[str, float]:
     return totals
 
 
+def _respond(steps: int, latency: float):
+    from tests.fake_llm import Reply
+
+    paths = [f"Deal/Doc {i}.md" for i in range(DOCUMENTS)]
+
+    def respond(request) -> Reply:
+        done = sum(1 for m in request.body.get("messages", []) if m.get("role") == "tool")
+        if done < steps - 1:
+            call = {"name": "list_files", "arguments": {}} if done == 0 else {"name": "read_file", "arguments": {"path": paths[done % len(paths)]}}
+            return Reply(content=f"Step {done + 1}: looking.", tool_calls=[call], delay=latency)
+        return Reply(content=f"Final answer after {done} tool calls: the price is $12m.", delay=latency)
+
+    return respond
+
+
+def serve_model(steps: int, latency: float) -> None:
+    """`--serve-model`: the fake model server in a process of its own, as a provider is: sharing
+    the bench's interpreter (its polling and page loads) added its GIL waits to every call
+    (wall/ideal 1.35 → 1.5–1.7). Prints its URL; on a line on stdin, its figures as JSON."""
+    from tests.fake_llm import FakeLLMServer
+
+    server = FakeLLMServer(keep_alive=True).start()  # connections stay open, as providers keep them
+    server.responder = _respond(steps, latency)
+    print(server.url, flush=True)
+    sys.stdin.readline()
+    print(json.dumps({"calls": len(server.requests), "max_in_flight": server.max_in_flight, "connections": server.connections,
+                      "answer_seconds": server.answer_seconds}), flush=True)
+    server.stop()
+
+
+class ModelServer:
+    def __init__(self, steps: int, latency: float) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, __file__, "--serve-model", "--steps", str(steps), "--latency", str(latency)],
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )
+        self.url = self.process.stdout.readline().strip()
+        if not self.url:
+            sys.exit("The fake model server did not start.")
+
+    def stop(self) -> dict:
+        stats = json.loads(self.process.communicate("stop\n", timeout=60)[0])
+        return stats
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rollouts", type=int, default=200)
@@ -174,7 +220,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="worker processes (the targets are for one)")
     parser.add_argument("--debug", action="store_true", help="run with DEBUG on (every query is logged: ~40%% more CPU per query)")
     parser.add_argument("--no-web", action="store_true", help="do not start the web server")
+    parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_model:
+        return serve_model(args.steps, args.latency)
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     if args.debug:
@@ -216,7 +265,6 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     from llm.models import ModelEndpoint
     from rollouts import services
     from rollouts.models import Rollout, RolloutStatus, Step, StepKind
-    from tests.fake_llm import FakeLLMServer, Reply
 
     if connection.vendor == "postgresql":
         # Each worker thread holds a connection of its own.
@@ -228,17 +276,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
             sys.exit(f"PostgreSQL has {free} free connections; the workers' threads and the web server need {needed}.")
 
     paths = [f"Deal/Doc {i}.md" for i in range(DOCUMENTS)]
-
-    def respond(request) -> Reply:
-        done = sum(1 for m in request.body.get("messages", []) if m.get("role") == "tool")
-        if done < args.steps - 1:
-            call = {"name": "list_files", "arguments": {}} if done == 0 else {"name": "read_file", "arguments": {"path": paths[done % len(paths)]}}
-            return Reply(content=f"Step {done + 1}: looking.", tool_calls=[call], delay=args.latency)
-        return Reply(content=f"Final answer after {done} tool calls: the price is $12m.", delay=args.latency)
-
-    # Connections stay open between calls, as every model provider keeps them.
-    server = FakeLLMServer(keep_alive=True).start()
-    server.responder = respond
+    server = ModelServer(args.steps, args.latency)
 
     user = User.objects.create_user("bench", password=uuid.uuid4().hex)
     project = Project.objects.create(name="Bench", slug="bench")
@@ -284,6 +322,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         worker_system_before = sum(_cpu_seconds(w.pid, "system") for w in workers)
         web_cpu_before = _cpu_seconds(web.pid) if web is not None else 0.0
         bench_cpu_before = time.process_time()
+        model_cpu_before = _cpu_seconds(server.process.pid)
         services_before = _services_cpu_seconds()
         batches = []
         started = time.monotonic()
@@ -313,6 +352,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         worker_system = sum(_cpu_seconds(w.pid, "system") for w in workers) - worker_system_before
         web_cpu = _cpu_seconds(web.pid) - web_cpu_before if web is not None else 0.0
         bench_cpu = time.process_time() - bench_cpu_before
+        model_cpu = _cpu_seconds(server.process.pid) - model_cpu_before
         services_cpu = {name: seconds - services_before[name] for name, seconds in _services_cpu_seconds().items()}
         peak_kib = max(
             next((int(line.split()[1]) for line in Path(f"/proc/{w.pid}/status").read_text().splitlines() if line.startswith("VmHWM")), 0)
@@ -325,7 +365,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         for process in (web, *workers):
             if process is not None:
                 _stop(process)
-        server.stop()
+        stats = server.stop()
 
     statuses = dict.fromkeys(RolloutStatus.values, 0)
     for status in rollouts.values_list("status", flat=True):
@@ -336,7 +376,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     cycle_ms = took.total_seconds() * 1000 / args.steps if took else 0
     failures = list(rollouts.exclude(status=RolloutStatus.COMPLETED).values_list("reason", flat=True)[:3])
 
-    calls = len(server.requests)
+    calls = stats["calls"]
     ideal = math.ceil(args.rollouts / (args.workers * args.threads)) * args.steps * args.latency
     print(f"database: {'PostgreSQL' if database_url.startswith('postgres') else 'SQLite'}  broker: {app.conf.broker_url.split(':')[0]}  "
           f"DEBUG: {'on' if args.debug else 'off'}  cores: {os.cpu_count()}")
@@ -344,15 +384,15 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     print(f"statuses: {statuses}  steps saved: {steps} (expected {args.rollouts * (2 * args.steps - 1)})")
     if failures:
         print(f"first failure reasons: {failures}")
-    answered = [1000 * seconds for seconds in server.answer_seconds]
-    print(f"model calls: {calls}  peak in flight at the model: {server.max_in_flight}  connections: {server.connections}  "
+    answered = [1000 * seconds for seconds in stats["answer_seconds"]]
+    print(f"model calls: {calls}  peak in flight at the model: {stats['max_in_flight']}  connections: {stats['connections']}  "
           f"the fake server's answer time p50/p99: {_percentile(answered, 0.5):.0f} / {_percentile(answered, 0.99):.0f} ms")
     print(f"worker CPU{' (all processes)' if args.workers > 1 else ''}: {worker_cpu:.1f}s = {1000 * worker_cpu / max(calls, 1):.2f} ms per model call (with its tool call and saved steps; "
           f"{100 * worker_system / max(worker_cpu, 1e-9):.0f} % of it in the kernel)")
     print(f"per model call, in the worker: {cycle_ms:.0f} ms = {chat_ms:.0f} ms in the llm client (the server waits {args.latency * 1000:.0f} ms) "
           f"+ {cycle_ms - chat_ms:.0f} ms in the rest of the agent loop (tool call, saving both steps)")
     print(f"CPU during the run ({os.cpu_count()} cores × wall = {os.cpu_count() * wall:.0f} s): worker {worker_cpu:.1f} s, web server {web_cpu:.1f} s, "
-          f"this process (fake model server, polling, page loads) {bench_cpu:.1f} s, "
+          f"the fake model server {model_cpu:.1f} s, this process (polling, page loads) {bench_cpu:.1f} s, "
           f"PostgreSQL {services_cpu['postgres']:.1f} s, Redis {services_cpu['redis-server']:.1f} s")
     print(f"worker peak memory (VmHWM{', the largest process' if args.workers > 1 else ''}): {peak_kib / 1024:.0f} MiB")
     print(f"wall: {wall:.2f}s  ideal: {ideal:.2f}s")
