@@ -57,7 +57,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 BATCH_SIZE = 50
-DOCUMENTS = 8
+PATHS = [f"Deal/Doc {i}.md" for i in range(8)]  # the bench world's documents, read by the scripted agent
 PAGE_PAUSE = 0.1  # seconds between two page loads of the web client
 STALL_SECONDS = 60
 POLL_SECONDS = 0.05
@@ -169,12 +169,10 @@ def _services_cpu_seconds() -> dict[str, float]:
 def _respond(steps: int, latency: float):
     from tests.fake_llm import Reply
 
-    paths = [f"Deal/Doc {i}.md" for i in range(DOCUMENTS)]
-
     def respond(request) -> Reply:
         done = sum(1 for m in request.body.get("messages", []) if m.get("role") == "tool")
         if done < steps - 1:
-            call = {"name": "list_files", "arguments": {}} if done == 0 else {"name": "read_file", "arguments": {"path": paths[done % len(paths)]}}
+            call = {"name": "list_files", "arguments": {}} if done == 0 else {"name": "read_file", "arguments": {"path": PATHS[done % len(PATHS)]}}
             return Reply(content=f"Step {done + 1}: looking.", tool_calls=[call], delay=latency)
         return Reply(content=f"Final answer after {done} tool calls: the price is $12m.", delay=latency)
 
@@ -207,8 +205,7 @@ class ModelServer:
             sys.exit("The fake model server did not start.")
 
     def stop(self) -> dict:
-        stats = json.loads(self.process.communicate("stop\n", timeout=60)[0])
-        return stats
+        return json.loads(self.process.communicate("stop\n", timeout=60)[0])
 
 
 def main() -> None:
@@ -275,14 +272,13 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         if free < needed:
             sys.exit(f"PostgreSQL has {free} free connections; the workers' threads and the web server need {needed}.")
 
-    paths = [f"Deal/Doc {i}.md" for i in range(DOCUMENTS)]
     server = ModelServer(args.steps, args.latency)
 
     user = User.objects.create_user("bench", password=uuid.uuid4().hex)
     project = Project.objects.create(name="Bench", slug="bench")
     Membership.objects.create(project=project, user=user, role="author")
     world = authoring_services.world_create(project_id=project.pk, user=user, title="Bench world", outline="A bench.")
-    for path in paths:
+    for path in PATHS:
         authoring_services.document_create(world=world, user=user, path=path, content=f"{path}: the purchase price is $12m. " * 40)
     # No rubric criteria: nothing is queued for grading.
     env_task = authoring_services.env_task_create(

@@ -58,6 +58,7 @@ def _tls() -> ssl.SSLContext:
 
 
 def _connection(scheme: str, host: str, port: int | None, connect_timeout: float) -> http.client.HTTPConnection:
+    """This thread's connection to the host; a closed one is kept and opens again on use."""
     key = (scheme, host, port, connect_timeout)
     connections = _local.__dict__.setdefault("connections", {})
     connection = connections.get(key)
@@ -68,14 +69,6 @@ def _connection(scheme: str, host: str, port: int | None, connect_timeout: float
             connection = http.client.HTTPConnection(host, port, timeout=connect_timeout)
         connections[key] = connection
     return connection
-
-
-def _drop(connection: http.client.HTTPConnection) -> None:
-    connection.close()
-    connections = _local.__dict__.get("connections", {})
-    for key, value in list(connections.items()):
-        if value is connection:
-            del connections[key]
 
 
 def post(url: str, body: bytes, headers: dict[str, str], *, connect_timeout: float, read_timeout: float, max_bytes: int) -> Response:
@@ -94,7 +87,6 @@ def post(url: str, body: bytes, headers: dict[str, str], *, connect_timeout: flo
         if not (error.stale and reused):
             raise
     # The server had closed the idle keep-alive connection: once more, on a new one.
-    connection = _connection(parts.scheme, host, parts.port, connect_timeout)
     return _exchange(connection, path, body, headers, read_timeout, max_bytes, deadline)
 
 
@@ -118,17 +110,17 @@ def _exchange(connection, path, body, headers, read_timeout, max_bytes, deadline
                 raise TransportError("deadline")
         response.close()  # marks the answer read: the connection takes the next request
     except TransportError:
-        _drop(connection)
+        connection.close()
         raise
     except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
-        _drop(connection)
+        connection.close()
         raise TransportError("connection", type(exc).__name__, stale=not answered) from None
     except TimeoutError:
-        _drop(connection)
+        connection.close()
         raise TransportError("timeout") from None
     except (OSError, http.client.HTTPException) as exc:
-        _drop(connection)
+        connection.close()
         raise TransportError("connection", type(exc).__name__) from None
     if response.will_close:
-        _drop(connection)
+        connection.close()
     return Response(status=response.status, headers=response.headers, body=b"".join(chunks))

@@ -25,17 +25,26 @@ def _clean_actor(name: str | None, email: str | None) -> tuple[str, str]:
     return name, email
 
 
+def _check_purpose(purpose: str) -> None:
+    if purpose not in OverlayPurpose.values:
+        raise ApplicationError(f"Unknown overlay purpose {purpose!r}; choose one of {', '.join(OverlayPurpose.values)}.")
+
+
+def _clean_label(label: str) -> str:
+    label = " ".join(str(label or "").split())
+    if len(label) > 200:
+        raise ApplicationError("The label is too long (200 characters at most).")
+    return label
+
+
 @transaction.atomic
 def overlay_create(
     *, world: World, user, label: str = "", purpose: str = OverlayPurpose.SANDBOX,
     actor_name: str | None = None, actor_email: str | None = None,
 ) -> Overlay:
     author_membership(user=user, project_id=world.project_id)
-    if purpose not in OverlayPurpose.values:
-        raise ApplicationError(f"Unknown overlay purpose {purpose!r}; choose one of {', '.join(OverlayPurpose.values)}.")
-    label = " ".join(str(label or "").split())
-    if len(label) > 200:
-        raise ApplicationError("The label is too long (200 characters at most).")
+    _check_purpose(purpose)
+    label = _clean_label(label)
     actor_name, actor_email = _clean_actor(actor_name, actor_email)
     return Overlay.objects.create(
         world=world, label=label, purpose=purpose, actor_name=actor_name, actor_email=actor_email,
@@ -48,11 +57,8 @@ def overlays_create(*, world: World, user, labels: list[str], purpose: str) -> l
     """One overlay per label, with the default actor, in one statement (a batch of trial
     rollouts gets its overlays when it starts, not one by one on the workers)."""
     author_membership(user=user, project_id=world.project_id)
-    if purpose not in OverlayPurpose.values:
-        raise ApplicationError(f"Unknown overlay purpose {purpose!r}; choose one of {', '.join(OverlayPurpose.values)}.")
-    labels = [" ".join(str(label or "").split()) for label in labels]
-    if any(len(label) > 200 for label in labels):
-        raise ApplicationError("The label is too long (200 characters at most).")
+    _check_purpose(purpose)
+    labels = [_clean_label(label) for label in labels]
     created_by = user if getattr(user, "is_authenticated", False) else None
     return Overlay.objects.bulk_create(Overlay(world=world, label=label, purpose=purpose, created_by=created_by) for label in labels)
 
