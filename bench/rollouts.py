@@ -382,7 +382,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         print(f"first failure reasons: {failures}")
     answered = [1000 * seconds for seconds in stats["answer_seconds"]]
     print(f"model calls: {calls}  peak in flight at the model: {stats['max_in_flight']}  connections: {stats['connections']}  "
-          f"the fake server's answer time p50/p99: {_percentile(answered, 0.5):.0f} / {_percentile(answered, 0.99):.0f} ms")
+          f"the fake server's answer time mean/p50/p99: {sum(answered) / max(len(answered), 1):.0f} / {_percentile(answered, 0.5):.0f} / {_percentile(answered, 0.99):.0f} ms")
     print(f"worker CPU{' (all processes)' if args.workers > 1 else ''}: {worker_cpu:.1f}s = {1000 * worker_cpu / max(calls, 1):.2f} ms per model call (with its tool call and saved steps; "
           f"{100 * worker_system / max(worker_cpu, 1e-9):.0f} % of it in the kernel)")
     print(f"per model call, in the worker: {cycle_ms:.0f} ms = {chat_ms:.0f} ms in the llm client (the server waits {args.latency * 1000:.0f} ms) "

@@ -3,12 +3,21 @@
 With Redis configured the slots are leases in a sorted set (a dead process's lease
 expires); without Redis they are fcntl locks on slot files under var/ (released by the
 kernel when a process dies), which covers every process on one machine.
+
+A process keeps a Redis slot its call has finished with for up to HOLD_SECONDS (from the
+start of the slot's lease) and hands it to its own next call, so a worker making hundreds
+of calls a second goes to Redis about once per slot per HOLD_SECONDS, not twice per call:
+each round trip makes the calling thread wait for the interpreter lock again behind
+dozens of others, and in a busy worker those waits cost more than Redis itself. The price:
+another process waiting for a slot of a saturated endpoint may wait up to HOLD_SECONDS
+longer, and an idle process gives its slots back within HOLD_SECONDS of their last use.
 """
 
 import contextlib
 import fcntl
 import os
 import random
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -18,6 +27,9 @@ from django.conf import settings
 
 from llm.errors import ModelError
 
+# Well under the 30 s that a call's lease outlasts its timeouts (llm.client), so a kept
+# slot's lease always outlasts the last call made with it.
+HOLD_SECONDS = 2.0
 _ACQUIRE = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
@@ -52,7 +64,8 @@ def _redis():
 
 @contextlib.contextmanager
 def endpoint_slot(*, endpoint_id: int, cap: int, lease_seconds: float, wait_seconds: float = 600.0) -> Iterator[None]:
-    """Hold one of `cap` slots of the endpoint while the block runs."""
+    """Hold one of `cap` slots of the endpoint while the block runs. The block must end
+    within `lease_seconds` − HOLD_SECONDS (a slot's lease is not renewed)."""
     cap = max(1, cap)
     if settings.LLM_SLOTS_REDIS_URL:
         with _redis_slot(endpoint_id, cap, lease_seconds, wait_seconds):
@@ -62,26 +75,111 @@ def endpoint_slot(*, endpoint_id: int, cap: int, lease_seconds: float, wait_seco
             yield
 
 
+class _Kept:
+    """This process's Redis slots of one endpoint: `free` ones (token, when its lease
+    began) wait for the process's next call; `in_use` counts the others. The lock is
+    never held across a Redis round trip."""
+
+    def __init__(self, key: str) -> None:
+        self.key, self.wake, self.cap = key, f"{key}:released", 1
+        self.changed = threading.Condition()
+        self.free: list[tuple[str, float]] = []
+        self.in_use = 0
+        self.reaper: threading.Timer | None = None
+
+    def take(self) -> tuple[str, float] | None:
+        """The newest kept slot young enough to use, or None (old ones go back to Redis)."""
+        with self.changed:
+            old = self._expire()
+            slot = self.free.pop() if self.free else None
+            if slot is not None:
+                self.in_use += 1
+        self._release(old)
+        return slot
+
+    def acquired(self, token: str) -> tuple[str, float]:
+        with self.changed:
+            self.in_use += 1
+        return token, time.monotonic()
+
+    def give_back(self, token: str, since: float) -> None:
+        young = time.monotonic() - since < HOLD_SECONDS
+        with self.changed:
+            self.in_use -= 1
+            if young:
+                self.free.append((token, since))
+                self._schedule_reaper()
+            self.changed.notify()  # a thread of this process waiting for a slot takes this one, or tries Redis again
+        if not young:
+            self._release([token])
+
+    def wait_for_own(self) -> bool:
+        """If this process's own calls hold slots, wait (briefly) for one of them to end."""
+        with self.changed:
+            if not self.in_use:
+                return False
+            self.changed.wait(timeout=0.25)
+            return True
+
+    def _expire(self) -> list[str]:
+        now = time.monotonic()
+        old = [token for token, since in self.free if now - since >= HOLD_SECONDS]
+        if old:
+            self.free = [(token, since) for token, since in self.free if now - since < HOLD_SECONDS]
+        return old
+
+    def _schedule_reaper(self) -> None:
+        if self.reaper is None and self.free:
+            oldest = min(since for _, since in self.free)
+            self.reaper = threading.Timer(max(0.01, oldest + HOLD_SECONDS - time.monotonic()), self._reap)
+            self.reaper.daemon = True
+            self.reaper.start()
+
+    def _reap(self) -> None:
+        """Give back the kept slots no call took in time (an idle process's)."""
+        with self.changed:
+            self.reaper = None
+            old = self._expire()
+            self._schedule_reaper()
+        self._release(old)
+
+    def _release(self, tokens: list[str]) -> None:
+        for token in tokens:
+            _scripts["release"](keys=[self.key, self.wake], args=[token, self.cap])
+
+
+_kept: dict[str, _Kept] = {}
+_kept_lock = threading.Lock()
+# A forked child (a prefork pool's) must not use its parent's slots; the parent gives them back.
+os.register_at_fork(after_in_child=_kept.clear)
+
+
+def _kept_for(endpoint_id: int, cap: int) -> _Kept:
+    key = f"taskwright:llm-slots:{endpoint_id}"
+    with _kept_lock:
+        kept = _kept.get(key) or _kept.setdefault(key, _Kept(key))
+        kept.cap = cap
+        return kept
+
+
 @contextlib.contextmanager
 def _redis_slot(endpoint_id: int, cap: int, lease_seconds: float, wait_seconds: float) -> Iterator[None]:
     client = _redis()
-    key = f"taskwright:llm-slots:{endpoint_id}"
-    wake = f"{key}:released"
-    token = uuid.uuid4().hex
-    acquire = _scripts["acquire"]
+    kept = _kept_for(endpoint_id, cap)
     deadline = time.monotonic() + wait_seconds
-    while True:
-        now = time.time()
-        if acquire(keys=[key], args=[now, cap, now + lease_seconds, token, int(lease_seconds * 2000)]):
+    while (slot := kept.take()) is None:
+        token, now = uuid.uuid4().hex, time.time()
+        if _scripts["acquire"](keys=[kept.key], args=[now, cap, now + lease_seconds, token, int(lease_seconds * 2000)]):
+            slot = kept.acquired(token)
             break
         if time.monotonic() > deadline:
             raise ModelError("Timed out waiting for a free slot on this model endpoint.", kind="timeout")
-        # Sleep until some holder releases a slot (or briefly, in case a lease expired).
-        client.blpop([wake], timeout=0.25)
+        if not kept.wait_for_own():  # sleep until some process releases a slot (or briefly, in case a lease expired)
+            client.blpop([kept.wake], timeout=0.25)
     try:
         yield
     finally:
-        _scripts["release"](keys=[key, wake], args=[token, cap])
+        kept.give_back(*slot)
 
 
 @contextlib.contextmanager

@@ -1,11 +1,13 @@
 """The per-endpoint cap holds across processes: two separate worker processes, each
 with many threads calling the same endpoint, never have more calls in flight together
-than the cap."""
+than the cap. A process keeps a Redis slot briefly for its own next call and gives it
+back when idle or when the slot is old."""
 
 import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -45,3 +47,65 @@ def test_cap_is_shared_by_two_worker_processes(endpoint, fake_llm):
     assert len(fake_llm.requests) == 12
     assert fake_llm.max_in_flight == 3  # saturated, never above the cap
     assert ModelCall.objects.filter(outcome="ok").count() == 12
+
+
+@pytest.fixture
+def redis_slots(settings, monkeypatch):
+    """Slots in Redis (as in production and CI), with a short keeping time."""
+    from llm import concurrency
+
+    url = os.environ.get("REDIS_URL") or os.environ.get("LLM_SLOTS_REDIS_URL")
+    if not url:
+        pytest.skip("needs Redis: set REDIS_URL (.ci/run does)")
+    settings.LLM_SLOTS_REDIS_URL = url
+    monkeypatch.setattr(concurrency, "HOLD_SECONDS", 0.5)
+    monkeypatch.setattr(concurrency, "_redis_client", None)
+    concurrency._kept.clear()
+    yield concurrency._redis()
+    concurrency._kept.clear()
+
+
+def _leases(client, endpoint) -> list[bytes]:
+    return client.zrange(f"taskwright:llm-slots:{endpoint.pk}", 0, -1)
+
+
+def _ask(endpoint, text="hi"):
+    from llm.client import chat
+
+    return chat(endpoint=endpoint, messages=[{"role": "user", "content": text}], purpose="drafting").text
+
+
+def test_a_process_reuses_its_slot_for_its_next_call_then_gives_it_back(endpoint, fake_llm, redis_slots):
+    _ask(endpoint)
+    first = _leases(redis_slots, endpoint)
+    assert len(first) == 1  # kept for this process's next call
+    _ask(endpoint)
+    assert _leases(redis_slots, endpoint) == first  # the same lease: no round trip to take a new one
+    time.sleep(1.2)  # idle for longer than HOLD_SECONDS (0.5 here): given back, other processes can have it
+    assert _leases(redis_slots, endpoint) == []
+
+
+def test_a_kept_slot_is_given_back_once_it_is_old_even_when_busy(endpoint, fake_llm, redis_slots):
+    _ask(endpoint)
+    first = _leases(redis_slots, endpoint)
+    fake_llm.responder = lambda request: Reply(content="slow", delay=0.6)  # the call outlives the slot's keeping time
+    _ask(endpoint)
+    time.sleep(0.1)
+    assert _leases(redis_slots, endpoint) == []  # released on return: another process waiting for it gets it now
+    fake_llm.responder = lambda request: Reply(content="quick")
+    _ask(endpoint)
+    assert len(_leases(redis_slots, endpoint)) == 1 and _leases(redis_slots, endpoint) != first
+
+
+@pytest.mark.django_db(transaction=True)
+def test_own_calls_hand_slots_over_within_the_cap(endpoint, fake_llm, redis_slots):
+    from concurrent.futures import ThreadPoolExecutor
+
+    endpoint.max_concurrency = 2
+    endpoint.save()
+    fake_llm.responder = lambda request: Reply(content="ok", delay=0.2)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        answers = list(pool.map(lambda i: _ask(endpoint, f"call {i}"), range(12)))
+    assert answers == ["ok"] * 12
+    assert fake_llm.max_in_flight == 2
+    assert len(_leases(redis_slots, endpoint)) <= 2
