@@ -9,9 +9,14 @@ model and database, and each call only prepares the values, with the fields' own
 model as it changes. Unlike `save()` it sends no pre_save/post_save signals: use it only
 for models that have no receivers and no `save()` override (checked when a model is
 first inserted).
+
+`insert_rows(objs)` inserts several such rows, of any models, all or none; on PostgreSQL in
+one round trip. In a busy worker each round trip makes the thread wait for the interpreter
+lock again behind dozens of others, which costs more than the statement.
 """
 
 import functools
+from collections.abc import Sequence
 
 from django.db import connections, models, transaction
 from django.db.models.signals import post_save, pre_save
@@ -43,3 +48,28 @@ def insert_row[M: models.Model](obj: M, *, using: str = "default") -> M:
     obj._state.adding = False
     obj._state.db = using
     return obj
+
+
+def insert_rows(objs: Sequence[models.Model], *, using: str = "default") -> None:
+    """INSERT every object of `objs` (as insert_row does), in that order, all or none."""
+    connection = connections[using]
+    statements = [_statement(type(obj), using) for obj in objs]
+    joined = connection.vendor == "postgresql" and not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
+    if not joined or not all(returning for _, _, returning in statements):
+        # One after another (SQLite is in the process: there is no round trip to save).
+        with transaction.atomic(using):
+            for obj in objs:
+                insert_row(obj, using=using)
+        return
+    # Client-side binding (Django's default with psycopg) sends the statements as one query
+    # string; PostgreSQL runs such a string as one transaction, or as part of the open one.
+    sql = "; ".join(sql for sql, _, _ in statements)
+    params = [field.get_db_prep_save(field.pre_save(obj, add=True), connection=connection) for obj, (_, fields, _) in zip(objs, statements, strict=True) for field in fields]
+    with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for i, obj in enumerate(objs):
+            if i:
+                cursor.nextset()
+            obj.pk = cursor.fetchone()[0]
+            obj._state.adding = False
+            obj._state.db = using

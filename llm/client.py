@@ -1,7 +1,7 @@
 """The one way Taskwright calls a model.
 
     result = chat(endpoint=endpoint, messages=[...], purpose="drafting", project_id=...,
-                  tools=None, schema=None, temperature=None, max_tokens=None)
+                  tools=None, schema=None, temperature=None, max_tokens=None, defer_log=False)
 
 Every call: takes a slot of the endpoint's concurrency cap (shared by all processes),
 retries 429 / 5xx / timeouts / malformed answers with jittered exponential backoff
@@ -9,6 +9,10 @@ that honours Retry-After, fails fast on auth and quota errors, validates structu
 output against the schema (re-asking a bounded number of times), and is recorded as
 a ModelCall with tokens, cost, latency and outcome. Never call it inside a database
 transaction: a model call can take minutes.
+
+With `defer_log=True` the ModelCall of a successful call comes back unsaved, as
+`result.log`, for the caller to insert with its own rows in one round trip
+(core.db.insert_rows; the agent loop does, once per step). A failed call is logged at once.
 """
 
 import email.utils
@@ -43,12 +47,13 @@ class ChatResult(providers.Reply):
     attempts: int = 1
     endpoint_name: str = ""
     scripted: bool = False
+    log: ModelCall | None = None  # with defer_log: this call's row of the log, for the caller to insert
 
 
 def chat(
     *, endpoint: ModelEndpoint, messages: list[dict], purpose: str, project_id: int | None = None,
     tools: list[dict] | None = None, schema: dict | None = None, temperature: float | None = None,
-    max_tokens: int | None = None,
+    max_tokens: int | None = None, defer_log: bool = False,
 ) -> ChatResult:
     started = time.monotonic()
     totals = {"input": 0, "output": 0, "attempts": 0}
@@ -75,15 +80,17 @@ def chat(
             ]
     except ModelError as error:
         error.attempts = max(error.attempts, totals["attempts"])
-        _record(endpoint, purpose, project_id, totals, started, outcome=CallOutcome.ERROR, error=str(error))
+        insert_row(_log_row(endpoint, purpose, project_id, totals, started, outcome=CallOutcome.ERROR, error=str(error)))
         raise
     cost = endpoint.cost_of(totals["input"], totals["output"])
-    _record(endpoint, purpose, project_id, totals, started, outcome=CallOutcome.OK, cost=cost)
+    log = _log_row(endpoint, purpose, project_id, totals, started, outcome=CallOutcome.OK, cost=cost)
+    if not defer_log:
+        insert_row(log)
     return ChatResult(
         text=reply.text, tool_calls=reply.tool_calls, structured=reply.structured, finish_reason=reply.finish_reason,
         input_tokens=totals["input"], output_tokens=totals["output"], cost=cost,
         latency_ms=int((time.monotonic() - started) * 1000), attempts=totals["attempts"], endpoint_name=endpoint.name,
-        scripted=endpoint.is_scripted,
+        scripted=endpoint.is_scripted, log=log if defer_log else None,
     )
 
 
@@ -237,8 +244,8 @@ def _raise_for_status(endpoint: ModelEndpoint, response: transport.Response, raw
     raise ModelError(f"The endpoint rejected the request (HTTP {status}: {detail}).", kind="response")
 
 
-def _record(endpoint, purpose, project_id, totals, started, *, outcome, cost=Decimal("0"), error="") -> None:
-    insert_row(ModelCall(
+def _log_row(endpoint, purpose, project_id, totals, started, *, outcome, cost=Decimal("0"), error="") -> ModelCall:
+    return ModelCall(
         endpoint=endpoint if endpoint.pk else None,
         endpoint_name=endpoint.name,
         project_id=project_id,
@@ -250,4 +257,4 @@ def _record(endpoint, purpose, project_id, totals, started, *, outcome, cost=Dec
         latency_ms=int((time.monotonic() - started) * 1000),
         attempts=max(totals["attempts"], 1),
         error=error[:2000],
-    ))
+    )

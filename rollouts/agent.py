@@ -5,6 +5,10 @@ step limit, the time limit, a failure or a cancel.
 Every step is saved as it happens under a unique (rollout, index), and the conversation
 is rebuilt from the saved steps, so a rollout whose worker was killed resumes from its
 last saved step when the broker redelivers it, and a duplicate delivery does nothing.
+A model step whose tool calls only read is saved together with their results (and the
+call's row of the model-call log), in one statement: a worker killed between the model's
+answer and that statement asks the model again on resume, and the reads changed nothing.
+A step with a write is saved before the write runs.
 """
 
 import contextlib
@@ -20,14 +24,14 @@ from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from core.db import insert_row
+from core.db import insert_row, insert_rows
 from llm.client import chat
 from llm.errors import ModelError
-from llm.models import CallPurpose
+from llm.models import CallPurpose, ModelCall
 from rollouts.models import BatchMode, Rollout, RolloutStatus, Step, StepKind
 from workspace.models import OverlayPurpose
 from workspace.services import overlay_create
-from workspace.tools import Workspace, execute, tool_specs
+from workspace.tools import Workspace, execute, tool_specs, tool_writes
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
@@ -58,7 +62,7 @@ def rollout_execute(*, rollout_id: int) -> None:
     rollout = Rollout.objects.select_related(
         "batch", "batch__endpoint", "batch__rubric_version", "batch__env_task__world", "batch__created_by", "overlay"
     ).get(pk=rollout_id)
-    # Read once; from here on each saved step is appended (_save_step), never read again.
+    # Read once; from here on each saved step is appended (_save_steps), never read again.
     # A first delivery (its claim took it from QUEUED) has nothing saved yet.
     steps = list(rollout.steps.order_by("index")) if rollout.attempts > 1 else []
     try:
@@ -132,22 +136,27 @@ def _messages(rollout: Rollout, steps: list[Step]) -> list[dict]:
     return messages
 
 
-def _save_step(rollout: Rollout, steps: list[Step], **fields) -> Step:
-    """Save the next step and append it to `steps`, the rollout's saved steps in order.
+def _save_steps(rollout: Rollout, steps: list[Step], new: list[Step], log: ModelCall | None = None) -> None:
+    """Save the next steps, numbered on from `steps` (the rollout's saved steps, in order),
+    and the model call's log row, in one statement, all or none; append them to `steps`.
 
-    One INSERT, committed on its own: the unique (rollout, index) makes it the step's only
-    copy. Inside a caller's transaction (tests, a shell) a savepoint keeps that transaction
-    usable after a clash; a worker runs in autocommit, where a savepoint would only add a
-    BEGIN and a COMMIT to every step."""
+    Committed on its own: the unique (rollout, index) makes each step's only copy. Inside a
+    caller's transaction (tests, a shell) a savepoint keeps that transaction usable after a
+    clash; a worker runs in autocommit, where a savepoint would only add a BEGIN and a
+    COMMIT to every step."""
+    for offset, step in enumerate(new):
+        step.index = len(steps) + offset
     atomic = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
     try:
         with atomic:
-            step = insert_row(Step(rollout=rollout, index=len(steps), **fields))
+            insert_rows([*new, log] if log is not None else new)
     except IntegrityError:
-        # Another delivery of this rollout saved this step: let that one carry on.
+        # Another delivery of this rollout saved these steps: let that one carry on. The
+        # model call was made all the same, so it stays in the log.
+        if log is not None:
+            insert_row(log)
         raise _Stop(RolloutStatus.RUNNING, "duplicate delivery") from None
-    steps.append(step)
-    return step
+    steps.extend(new)
 
 
 class _Pulse:
@@ -179,18 +188,23 @@ def _check(rollout: Rollout, steps: list[Step], deadline, pulse: _Pulse) -> None
         raise _Stop(RolloutStatus.FAILED, f"Stopped at the time limit of {rollout.batch.time_limit_seconds} s.")
 
 
+def _tool_step(rollout: Rollout, workspace: Workspace, call: dict) -> Step:
+    """Run one tool call; its result as an unsaved step."""
+    started = time.monotonic()
+    arguments = call.get("arguments") if call.get("arguments") is not None else call.get("raw_arguments", "")
+    result = execute(workspace=workspace, name=call["name"], arguments=arguments)
+    return Step(
+        rollout=rollout, kind=StepKind.TOOL, tool_call_id=call["id"], tool_name=call["name"][:100],
+        arguments=call.get("arguments") if call.get("arguments") is not None else {"raw": call.get("raw_arguments", "")},
+        text=result.text, is_error=result.is_error, latency_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
 def _run_tools(rollout: Rollout, workspace: Workspace, calls: list[dict], steps: list[Step], done_ids: set[str]) -> None:
+    """Run the calls not in `done_ids`, saving each result as soon as it exists."""
     for call in calls:
-        if call["id"] in done_ids:
-            continue
-        started = time.monotonic()
-        arguments = call.get("arguments") if call.get("arguments") is not None else call.get("raw_arguments", "")
-        result = execute(workspace=workspace, name=call["name"], arguments=arguments)
-        _save_step(
-            rollout, steps, kind=StepKind.TOOL, tool_call_id=call["id"], tool_name=call["name"][:100],
-            arguments=call.get("arguments") if call.get("arguments") is not None else {"raw": call.get("raw_arguments", "")},
-            text=result.text, is_error=result.is_error, latency_ms=int((time.monotonic() - started) * 1000),
-        )
+        if call["id"] not in done_ids:
+            _save_steps(rollout, steps, [_tool_step(rollout, workspace, call)])
 
 
 def _loop(rollout: Rollout, steps: list[Step]) -> str:
@@ -216,15 +230,19 @@ def _loop(rollout: Rollout, steps: list[Step]) -> str:
             raise _Stop(RolloutStatus.FAILED, f"Reached the limit of {batch.max_steps} model steps without a final answer.")
         result = chat(
             endpoint=batch.endpoint, messages=_messages(rollout, steps), purpose=CallPurpose.ROLLOUT, project_id=batch.project_id,
-            tools=tools, temperature=batch.temperature, max_tokens=batch.max_output_tokens,
+            tools=tools, temperature=batch.temperature, max_tokens=batch.max_output_tokens, defer_log=True,
         )
         calls = [{"id": c.id or f"call_{len(steps)}_{i}", "name": c.name, "arguments": c.arguments, "raw_arguments": c.raw_arguments} for i, c in enumerate(result.tool_calls)]
         if calls and not with_tools:
             calls = []  # a no-tools baseline has nothing to call: its text is its answer
-        _save_step(
-            rollout, steps, kind=StepKind.MODEL, text=result.text, tool_calls=calls, input_tokens=result.input_tokens,
+        step = Step(
+            rollout=rollout, kind=StepKind.MODEL, text=result.text, tool_calls=calls, input_tokens=result.input_tokens,
             output_tokens=result.output_tokens, cost=result.cost, latency_ms=result.latency_ms, finish_reason=result.finish_reason[:40],
         )
+        if calls and not any(tool_writes(call["name"]) for call in calls):  # reads only: saved with their results
+            _save_steps(rollout, steps, [step, *(_tool_step(rollout, workspace, call) for call in calls)], log=result.log)
+            continue
+        _save_steps(rollout, steps, [step], log=result.log)
         if not calls:
             if not result.text.strip():
                 raise _Stop(RolloutStatus.FAILED, "The model ended without a final answer (an empty reply).")

@@ -1,9 +1,9 @@
 from decimal import Decimal
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
-from core.db import insert_row
+from core.db import insert_row, insert_rows
 from llm.models import ModelCall
 from rollouts.models import Step, StepKind
 from workspace.models import Overlay
@@ -48,3 +48,18 @@ def test_insert_row_refuses_a_model_whose_save_or_signals_it_would_skip(db):
 
     with pytest.raises(TypeError, match="skips save"):
         insert_row(Noisy())
+
+
+def test_insert_rows_saves_rows_of_several_models_all_or_none(rollout, django_assert_max_num_queries):
+    call = ModelCall(endpoint_name="x", purpose="rollout", outcome="ok", latency_ms=3, attempts=1)
+    steps = [Step(rollout=rollout, index=0, kind=StepKind.MODEL, text="Looking."), Step(rollout=rollout, index=1, kind=StepKind.TOOL, text="[]")]
+    with django_assert_max_num_queries(1 if connection.vendor == "postgresql" else 5):  # one round trip on PostgreSQL (SQLite: 3 + a savepoint)
+        insert_rows([*steps, call])
+    assert all(obj.pk and not obj._state.adding for obj in [*steps, call])
+    assert list(rollout.steps.order_by("index").values_list("pk", "text")) == [(steps[0].pk, "Looking."), (steps[1].pk, "[]")]
+    assert ModelCall.objects.get(pk=call.pk).latency_ms == 3
+
+    again = ModelCall(endpoint_name="y", purpose="rollout", outcome="ok", latency_ms=4, attempts=1)
+    with pytest.raises(IntegrityError), transaction.atomic():
+        insert_rows([again, Step(rollout=rollout, index=2, kind=StepKind.TOOL, text="new"), Step(rollout=rollout, index=1, kind=StepKind.TOOL, text="clash")])
+    assert rollout.steps.count() == 2 and not ModelCall.objects.filter(endpoint_name="y").exists()  # none of the three

@@ -1,9 +1,10 @@
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from authoring import services as authoring_services
 from core.exceptions import ApplicationError
-from llm.models import ModelEndpoint
+from llm.models import ModelCall, ModelEndpoint
 from rollouts import services
 from rollouts.agent import rollout_execute
 from rollouts.models import Rollout, RolloutStatus, Step, StepKind
@@ -269,3 +270,48 @@ def test_a_cancel_stops_a_running_rollout_within_the_pulse(team, task, endpoint,
     assert stopped - cancelled_at["t"] < PULSE_SECONDS + 0.5
     model_steps = rollout.steps.filter(kind=StepKind.MODEL).count()
     assert 2 <= model_steps < 200 and rollout.input_tokens == 100 * model_steps  # final totals cover every saved step
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_model_call_is_in_the_log_and_a_write_is_saved_before_it_runs(team, task, endpoint, fake_llm, monkeypatch):
+    """Reads are saved with the model step that asked for them; a write's step is saved
+    before the write runs. The fake server looks at the database from its own thread."""
+    seen_before_write = []
+
+    def respond(request):
+        done = sum(1 for m in request.body["messages"] if m["role"] == "tool")
+        if done == 0:
+            return Reply(content=None, tool_calls=[{"name": "list_files", "arguments": {}}])
+        if done == 1:
+            return Reply(content=None, tool_calls=[{"name": "write_file", "arguments": {"path": "Work/A.md", "content": "$12m"}}])
+        seen_before_write.append(list(Step.objects.order_by("index").values_list("kind", "tool_name")))
+        connection.close()  # this thread's own connection
+        return Reply(content="Wrote Work/A.md.")
+
+    fake_llm.responder = respond
+    monkeypatch.setattr(services, "_enqueue", lambda ids: None)  # the test runs the rollout itself
+    batch = services.rollout_batch_start(env_task=task, user=team.author, endpoint=endpoint, n=1)
+    rollout = batch.rollouts.get()
+    rollout_execute(rollout_id=rollout.pk)
+    assert list(rollout.steps.order_by("index").values_list("kind", "tool_name")) == [
+        ("model", ""), ("tool", "list_files"), ("model", ""), ("tool", "write_file"), ("model", ""),
+    ]
+    assert seen_before_write == [[("model", ""), ("tool", "list_files"), ("model", ""), ("tool", "write_file")]]
+    assert ModelCall.objects.filter(purpose="rollout", outcome="ok").count() == 3  # one row per call, saved with its step
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_duplicate_delivery_that_loses_the_race_keeps_its_model_call_in_the_log(team, task, endpoint, fake_llm, monkeypatch):
+    monkeypatch.setattr(services, "_enqueue", lambda ids: None)  # the test runs the rollout itself
+    batch = services.rollout_batch_start(env_task=task, user=team.author, endpoint=endpoint, n=1)
+    rollout = batch.rollouts.get()
+
+    def respond(request):  # while this delivery waits for the model, another one saves step 0
+        Step.objects.create(rollout=rollout, index=0, kind=StepKind.MODEL, text="The other delivery's step.")
+        connection.close()
+        return Reply(content=None, tool_calls=[{"name": "list_files", "arguments": {}}])
+
+    fake_llm.responder = respond
+    rollout_execute(rollout_id=rollout.pk)
+    assert list(rollout.steps.values_list("text", flat=True)) == ["The other delivery's step."]
+    assert ModelCall.objects.filter(purpose="rollout").count() == 1

@@ -8,11 +8,11 @@ Writes land only in the overlay; the authored world is never modified.
 """
 
 from .base import ToolResult, ToolSpec
-from .executor import execute, tool_specs
+from .executor import execute, tool_specs, tool_writes
 from .filetext import file_text
 from .world import ChatMessage, Email, Event, Item, Workspace
 
-__all__ = ["ChatMessage", "Email", "Event", "Item", "ToolResult", "ToolSpec", "Workspace", "execute", "file_text", "specs", "tool_specs"]
+__all__ = ["ChatMessage", "Email", "Event", "Item", "ToolResult", "ToolSpec", "Workspace", "execute", "file_text", "specs", "tool_specs", "tool_writes"]
 
 
 def specs(*, writable: bool) -> list[ToolSpec]:

@@ -33,6 +33,12 @@ def tool_specs(*, writable: bool) -> list[dict]:
     return [t.spec.as_dict() for t in REGISTRY.values() if writable or not t.spec.writes]
 
 
+def tool_writes(name: object) -> bool:
+    """Whether tool `name` can change the workspace (an unknown name runs nothing)."""
+    tool = REGISTRY.get(name) if isinstance(name, str) else None
+    return tool is not None and tool.spec.writes
+
+
 def _schema_problem(name: str, arguments: dict) -> str | None:
     error = jsonschema.exceptions.best_match(VALIDATORS[name].iter_errors(arguments))
     if error is None:
