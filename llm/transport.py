@@ -1,34 +1,38 @@
-"""HTTP for model calls: a POST with a JSON body, on the standard library's http.client, over
-one keep-alive connection per thread and host.
+"""HTTP for model calls: a POST with a JSON body over one keep-alive connection per thread
+and host, with h11 (the HTTP/1.1 protocol library under httpcore and uvicorn) for the
+protocol and a plain socket for the bytes.
 
 A worker thread makes one model call at a time, so it needs one connection per host and no
-pool: no lock, no scan of idle connections, no request objects. Measured on the rollout
-benchmark, httpx spent about twice the CPU per call that this does, in a process where
-CPU per call is what limits throughput. What a pooled client would do for us is done here:
-separate connect and read timeouts, TLS verified against certifi's bundle, a connection the
-server closed while idle replaced once at once, a cap on the answer's size and a deadline
-for a server that trickles it. Redirects are never followed and no proxy is read from the
-environment: the API key goes to the configured host only.
+pool: no lock, no scan of idle connections, no request objects. In a process where CPU per
+call is what limits throughput this matters: on the rollout benchmark httpx spent about
+twice the CPU per call of http.client, and http.client spent a third of its own parsing the
+answer's headers with the email package; h11 reads them with a few regular expressions.
+What a pooled client would do for us is done here: separate connect and read timeouts, TLS
+verified against certifi's bundle, a connection the server closed while idle replaced once
+at once, a cap on the answer's size and a deadline for a server that trickles it. Redirects
+are never followed and no proxy is read from the environment: the API key goes to the
+configured host only.
 """
 
-import http.client
+import socket
 import ssl
 import threading
 import time
 from dataclasses import dataclass
-from email.message import Message
 from urllib.parse import urlsplit
 
 import certifi
+import h11
 
 CHUNK = 64 * 1024
 
 
 class TransportError(Exception):
     """The exchange failed before a whole answer arrived. `kind`: "timeout" (no byte for
-    read_timeout), "deadline" (the answer kept trickling past connect + read timeout),
-    "too_large" (over max_bytes) or "connection" (refused, reset, TLS, malformed HTTP).
-    `stale`: the connection was closed before any answer began."""
+    read_timeout, or no connection within connect_timeout), "deadline" (the answer kept
+    trickling past connect + read timeout), "too_large" (over max_bytes) or "connection"
+    (refused, reset, TLS, malformed HTTP). `stale`: the connection was closed before any
+    answer began."""
 
     def __init__(self, kind: str, detail: str = "", *, stale: bool = False) -> None:
         super().__init__(f"{kind}: {detail}" if detail else kind)
@@ -38,7 +42,7 @@ class TransportError(Exception):
 @dataclass
 class Response:
     status: int
-    headers: Message
+    headers: dict[str, str]  # lower-case names; a repeated header keeps its last value
     body: bytes
 
 
@@ -57,17 +61,40 @@ def _tls() -> ssl.SSLContext:
         return _tls_context
 
 
-def _connection(scheme: str, host: str, port: int | None, connect_timeout: float) -> http.client.HTTPConnection:
+class _Connection:
+    """One thread's connection to one host: a socket (None while closed) and h11's state."""
+
+    def __init__(self, scheme: str, host: str, port: int | None, connect_timeout: float) -> None:
+        self.scheme, self.host, self.connect_timeout = scheme, host, connect_timeout
+        self.port = port or (443 if scheme == "https" else 80)
+        self.host_header = host if port is None else f"{host}:{port}"
+        self.sock: socket.socket | None = None
+        self.protocol: h11.Connection | None = None
+
+    def open(self) -> None:
+        sock = socket.create_connection((self.host.strip("[]"), self.port), timeout=self.connect_timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # the request goes in one send anyway
+        if self.scheme == "https":
+            try:
+                sock = _tls().wrap_socket(sock, server_hostname=self.host.strip("[]"))
+            except BaseException:
+                sock.close()
+                raise
+        self.sock, self.protocol = sock, h11.Connection(h11.CLIENT)
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+        self.sock = self.protocol = None
+
+
+def _connection(scheme: str, host: str, port: int | None, connect_timeout: float) -> _Connection:
     """This thread's connection to the host; a closed one is kept and opens again on use."""
     key = (scheme, host, port, connect_timeout)
     connections = _local.__dict__.setdefault("connections", {})
     connection = connections.get(key)
     if connection is None:
-        if scheme == "https":
-            connection = http.client.HTTPSConnection(host, port, timeout=connect_timeout, context=_tls())
-        else:
-            connection = http.client.HTTPConnection(host, port, timeout=connect_timeout)
-        connections[key] = connection
+        connection = connections[key] = _Connection(scheme, host, port, connect_timeout)
     return connection
 
 
@@ -90,37 +117,57 @@ def post(url: str, body: bytes, headers: dict[str, str], *, connect_timeout: flo
     return _exchange(connection, path, body, headers, read_timeout, max_bytes, deadline)
 
 
-def _exchange(connection, path, body, headers, read_timeout, max_bytes, deadline) -> Response:
+def _exchange(connection: _Connection, path, body, headers, read_timeout, max_bytes, deadline) -> Response:
     """One request and its whole answer; any failure closes the connection."""
-    answered = False
+    answered = received = False
     try:
         if connection.sock is None:
-            connection.connect()
-        connection.sock.settimeout(read_timeout)
-        connection.request("POST", path, body=body, headers=headers)
-        response = connection.getresponse()
-        answered = True
-        chunks, size = [], 0
-        while chunk := response.read1(CHUNK):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > max_bytes:
-                raise TransportError("too_large")
-            if time.monotonic() > deadline:  # a server that trickles bytes forever
-                raise TransportError("deadline")
-        response.close()  # marks the answer read: the connection takes the next request
+            connection.open()
+        sock, protocol = connection.sock, connection.protocol
+        sock.settimeout(read_timeout)
+        request = h11.Request(method="POST", target=path, headers=[
+            ("host", connection.host_header), ("content-length", str(len(body))), ("accept-encoding", "identity"), *headers.items(),
+        ])
+        sock.sendall(protocol.send(request) + protocol.send(h11.Data(data=body)) + protocol.send(h11.EndOfMessage()))
+        status, answer_headers, chunks, size = 0, {}, [], 0
+        while True:
+            event = protocol.next_event()
+            if event is h11.NEED_DATA:
+                data = sock.recv(CHUNK)
+                if not data and not received:  # closed before a byte of the answer: stale if it was reused
+                    raise TransportError("connection", "RemoteDisconnected", stale=True)
+                received = True
+                protocol.receive_data(data)  # b"": the server closed the connection (the end of an HTTP/1.0 body)
+                if time.monotonic() > deadline:  # a server that trickles bytes forever
+                    raise TransportError("deadline")
+            elif isinstance(event, h11.Response):
+                answered = True
+                status, answer_headers = event.status_code, {name.decode("latin-1"): value.decode("latin-1") for name, value in event.headers}
+            elif isinstance(event, h11.Data):
+                chunks.append(event.data)
+                size += len(event.data)
+                if size > max_bytes:
+                    raise TransportError("too_large")
+            elif isinstance(event, h11.EndOfMessage):
+                break
+            # an InformationalResponse (100 Continue) is followed by the real one
     except TransportError:
         connection.close()
         raise
-    except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as exc:
+    except h11.RemoteProtocolError:
+        connection.close()
+        raise TransportError("connection", "malformed or incomplete HTTP") from None
+    except (BrokenPipeError, ConnectionResetError) as exc:
         connection.close()
         raise TransportError("connection", type(exc).__name__, stale=not answered) from None
     except TimeoutError:
         connection.close()
         raise TransportError("timeout") from None
-    except (OSError, http.client.HTTPException) as exc:
+    except OSError as exc:
         connection.close()
         raise TransportError("connection", type(exc).__name__) from None
-    if response.will_close:
+    if protocol.our_state is h11.DONE and protocol.their_state is h11.DONE:
+        protocol.start_next_cycle()  # the connection takes the next request
+    else:  # the server said it closes the connection (or HTTP/1.0)
         connection.close()
-    return Response(status=response.status, headers=response.headers, body=b"".join(chunks))
+    return Response(status=status, headers=answer_headers, body=b"".join(chunks))

@@ -162,7 +162,7 @@ def _save_steps(rollout: Rollout, steps: list[Step], new: list[Step], log: Model
 class _Pulse:
     """A running rollout's round trip to its row before a model call, in one statement: the
     heartbeat, the token and cost totals so far (sums over the saved steps, so a resumed
-    rollout's are right too) and the batch's cancel (a rollout of a cancelled batch matches no
+    rollout's are right too) and the batch's cancel (a rollout asked to stop matches no
     row). Always before the first model call, then at most once every PULSE_SECONDS: a fast
     model makes hundreds of calls a second in one worker, too many to pay a statement each,
     and once a second still stops a cancelled rollout within seconds and keeps the live
@@ -175,7 +175,7 @@ class _Pulse:
     def beat(self, steps: list[Step]) -> None:
         if self.last is not None and time.monotonic() - self.last < PULSE_SECONDS:
             return
-        alive = Rollout.objects.filter(pk=self.rollout.pk, batch__cancelled_at__isnull=True).update(heartbeat_at=timezone.now(), **_totals(steps))
+        alive = Rollout.objects.filter(pk=self.rollout.pk, stop_requested=False).update(heartbeat_at=timezone.now(), **_totals(steps))
         self.last = time.monotonic()
         if not alive:
             raise _Stop(RolloutStatus.CANCELLED, "Cancelled while running.")

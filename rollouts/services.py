@@ -83,12 +83,16 @@ def rollout_batch_start(
 
 @transaction.atomic
 def rollout_batch_cancel(*, batch: RolloutBatch, user) -> int:
-    """Queued rollouts never start; running ones stop before their next step."""
+    """Queued rollouts never start; running ones stop at their next heartbeat (within
+    PULSE_SECONDS, plus the model call in flight)."""
     require_role(membership_get(user=user, project_id=batch.project_id), "author")
     RolloutBatch.objects.filter(pk=batch.pk, cancelled_at__isnull=True).update(cancelled_at=timezone.now())
-    return Rollout.objects.filter(batch=batch, status=RolloutStatus.QUEUED).update(
+    cancelled = Rollout.objects.filter(batch=batch, status=RolloutStatus.QUEUED).update(
         status=RolloutStatus.CANCELLED, reason="Cancelled before it started.", finished_at=timezone.now()
     )
+    # After the queued ones: a rollout claimed in between is running by now, and is flagged here.
+    Rollout.objects.filter(batch=batch, status=RolloutStatus.RUNNING).update(stop_requested=True)
+    return cancelled
 
 
 def rollouts_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:

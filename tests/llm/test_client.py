@@ -1,3 +1,4 @@
+import json
 import time
 from decimal import Decimal
 
@@ -197,3 +198,44 @@ def test_an_endpoint_nobody_listens_on_says_it_could_not_be_reached(db, settings
         chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
     assert caught.value.kind == "server"
     assert f"Could not reach the endpoint at http://127.0.0.1:{port}/v1 (ConnectionRefusedError)" in caught.value.message
+
+
+def _one_shot_server(answer: bytes):
+    """A server that reads one request and writes `answer` as it is, then closes."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        conn, _ = listener.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            head, _, rest = data.partition(b"\r\n\r\n")
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+            while len(rest) < length:
+                rest += conn.recv(65536)
+            conn.sendall(answer)
+        listener.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+
+
+def test_chunked_answers_and_answers_ended_by_closing_are_read_whole(db):
+    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "chunked ok"}, "finish_reason": "stop"}], "usage": {}}).encode()
+    chunked = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    chunked += b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:10], body[10:])) + b"0\r\n\r\n"
+    until_close = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body.replace(b"chunked ok", b"closed ok")
+    for answer, text in ((chunked, "chunked ok"), (until_close, "closed ok")):
+        endpoint = ModelEndpoint.objects.create(name=text, kind="openai_compatible", base_url=_one_shot_server(answer), model="m", max_retries=0)
+        assert chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting").text == text
+
+
+def test_a_malformed_answer_is_a_clear_connection_error(db, settings):
+    settings.LLM_BACKOFF_BASE = 0.01
+    endpoint = ModelEndpoint.objects.create(name="bad", kind="openai_compatible", base_url=_one_shot_server(b"SPDY/9 what\r\n\r\n"), model="m", max_retries=0)
+    with pytest.raises(ModelError, match="malformed or incomplete HTTP"):
+        chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")

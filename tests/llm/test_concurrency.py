@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
 from llm.models import ModelCall
 from tests.fake_llm import Reply
@@ -104,8 +105,14 @@ def test_own_calls_hand_slots_over_within_the_cap(endpoint, fake_llm, redis_slot
     endpoint.max_concurrency = 2
     endpoint.save()
     fake_llm.responder = lambda request: Reply(content="ok", delay=0.2)
+    def ask(i):
+        try:
+            return _ask(endpoint, f"call {i}")
+        finally:
+            connection.close()  # this pool thread's own
+
     with ThreadPoolExecutor(max_workers=6) as pool:
-        answers = list(pool.map(lambda i: _ask(endpoint, f"call {i}"), range(12)))
+        answers = list(pool.map(ask, range(12)))
     assert answers == ["ok"] * 12
     assert fake_llm.max_in_flight == 2
     assert len(_leases(redis_slots, endpoint)) <= 2
