@@ -166,32 +166,65 @@ def _services_cpu_seconds() -> dict[str, float]:
     return totals
 
 
-def _respond(steps: int, latency: float):
+def _reply(done: int, steps: int, latency: float):
+    """The scripted answer to a request carrying `done` tool results."""
     from tests.fake_llm import Reply
 
-    def respond(request) -> Reply:
-        done = sum(1 for m in request.body.get("messages", []) if m.get("role") == "tool")
-        if done < steps - 1:
-            call = {"name": "list_files", "arguments": {}} if done == 0 else {"name": "read_file", "arguments": {"path": PATHS[done % len(PATHS)]}}
-            return Reply(content=f"Step {done + 1}: looking.", tool_calls=[call], delay=latency)
-        return Reply(content=f"Final answer after {done} tool calls: the price is $12m.", delay=latency)
-
-    return respond
+    if done < steps - 1:
+        call = {"name": "list_files", "arguments": {}} if done == 0 else {"name": "read_file", "arguments": {"path": PATHS[done % len(PATHS)]}}
+        return Reply(content=f"Step {done + 1}: looking.", tool_calls=[call], delay=latency)
+    return Reply(content=f"Final answer after {done} tool calls: the price is $12m.", delay=latency)
 
 
 def serve_model(steps: int, latency: float) -> None:
     """`--serve-model`: the fake model server in a process of its own, as a provider is: sharing
     the bench's interpreter (its polling and page loads) added its GIL waits to every call
-    (wall/ideal 1.35 → 1.5–1.7). Prints its URL; on a line on stdin, its figures as JSON."""
-    from tests.fake_llm import FakeLLMServer
+    (wall/ideal 1.35 → 1.5–1.7). One asyncio loop rather than tests.fake_llm's thread per
+    connection: with 64 connections the threads' GIL waits made a 200 ms answer take 206 ms on
+    average (p99 360 ms), time the bench then counted against the worker. Each answer is
+    written `latency` after its request arrived. Keeps connections open, as providers do.
+    Prints its URL; on a line on stdin, its figures as JSON."""
+    import asyncio
 
-    server = FakeLLMServer(keep_alive=True).start()  # connections stay open, as providers keep them
-    server.responder = _respond(steps, latency)
-    print(server.url, flush=True)
-    sys.stdin.readline()
-    print(json.dumps({"calls": len(server.requests), "max_in_flight": server.max_in_flight, "connections": server.connections,
-                      "answer_seconds": server.answer_seconds}), flush=True)
-    server.stop()
+    from tests.fake_llm import _openai_body
+
+    stats = {"calls": 0, "max_in_flight": 0, "connections": 0, "answer_seconds": []}
+    in_flight = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal in_flight
+        stats["connections"] += 1
+        try:
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                arrived = time.monotonic()
+                lines = head.decode("latin-1").split("\r\n")
+                headers = {name.strip().lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:] if line)}
+                body = await reader.readexactly(int(headers.get("content-length", 0)))
+                stats["calls"] += 1
+                in_flight += 1
+                stats["max_in_flight"] = max(stats["max_in_flight"], in_flight)
+                # The tool results in the conversation, counted in the worker's JSON (json.dumps'
+                # separators) rather than parsed: parsing 20 kB per call was most of this server's CPU.
+                reply = _reply(body.count(b'"role": "tool"'), steps, latency)
+                payload = json.dumps(_openai_body(reply, {"model": "fake"})).encode()
+                await asyncio.sleep(max(0.0, arrived + reply.delay - time.monotonic()))
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(payload), payload))
+                await writer.drain()
+                in_flight -= 1
+                stats["answer_seconds"].append(time.monotonic() - arrived)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
+        print(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", flush=True)
+        await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+        print(json.dumps(stats), flush=True)
+        server.close()
+
+    asyncio.run(main())
 
 
 class ModelServer:
