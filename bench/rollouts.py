@@ -287,7 +287,8 @@ def main() -> None:
 
 def _run(args, database_url: str, var_dir: Path) -> None:
     from django.db import connection
-    from django.db.models import Avg, Count, F
+    from django.db.models import Avg, Count, F, Max, Min
+    from django.utils import timezone
 
     from accounts.models import Membership, Project, User
     from authoring import services as authoring_services
@@ -354,10 +355,11 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         model_cpu_before = _cpu_seconds(server.process.pid)
         services_before = _services_cpu_seconds()
         batches = []
-        started = time.monotonic()
+        started, started_at = time.monotonic(), timezone.now()
         for offset in range(0, args.rollouts, BATCH_SIZE):
             n = min(BATCH_SIZE, args.rollouts - offset)
             batches.append(services.rollout_batch_start(env_task=env_task, user=user, endpoint=endpoint, n=n))
+        queued_in = time.monotonic() - started
         if web is not None:
             url = f"http://127.0.0.1:{port}{_page_url(batches[0], env_task)}"
             loader = PageLoader(url, _session_cookie(user))
@@ -402,6 +404,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     steps = Step.objects.filter(rollout__in=rollouts).count()
     chat_ms = Step.objects.filter(rollout__in=rollouts, kind=StepKind.MODEL).aggregate(ms=Avg("latency_ms"))["ms"] or 0
     took = rollouts.aggregate(took=Avg(F("finished_at") - F("started_at")))["took"]
+    span = rollouts.aggregate(first=Min("started_at"), last=Max("finished_at"))
     cycle_ms = took.total_seconds() * 1000 / args.steps if took else 0
     failures = list(rollouts.exclude(status=RolloutStatus.COMPLETED).values_list("reason", flat=True)[:3])
 
@@ -424,7 +427,8 @@ def _run(args, database_url: str, var_dir: Path) -> None:
           f"the fake model server {model_cpu:.1f} s, this process (polling, page loads) {bench_cpu:.1f} s, "
           f"PostgreSQL {services_cpu['postgres']:.1f} s, Redis {services_cpu['redis-server']:.1f} s")
     print(f"worker peak memory (VmHWM{', the largest process' if args.workers > 1 else ''}): {peak_kib / 1024:.0f} MiB")
-    print(f"wall: {wall:.2f}s  ideal: {ideal:.2f}s")
+    print(f"wall: {wall:.2f}s  ideal: {ideal:.2f}s  (queuing the batches took {queued_in:.2f}s; the first rollout started "
+          f"{(span['first'] - started_at).total_seconds():.2f}s in; a rollout took {took.total_seconds() if took else 0:.2f}s on average)")
     if loader is not None:
         page, partial = loader.latencies_ms["page"], loader.latencies_ms["partial"]
         print(f"web: {url}  loads: {len(page)} pages + {len(partial)} htmx partials  errors: {len(loader.errors)}"

@@ -52,16 +52,17 @@ def rollout_execute(*, rollout_id: int) -> None:
     now = timezone.now()
     stale = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS))
     claimed = Rollout.objects.filter(
-        Q(status=RolloutStatus.QUEUED) | (Q(status=RolloutStatus.RUNNING, attempts__lt=MAX_ATTEMPTS) & stale), pk=rollout_id
+        Q(status=RolloutStatus.QUEUED) | (Q(status=RolloutStatus.RUNNING, attempts__lt=MAX_ATTEMPTS, stop_requested=False) & stale), pk=rollout_id
     ).update(status=RolloutStatus.RUNNING, attempts=F("attempts") + 1, heartbeat_at=now, started_at=Coalesce(F("started_at"), Value(now)))
     if not claimed:
-        Rollout.objects.filter(stale, pk=rollout_id, status=RolloutStatus.RUNNING, attempts__gte=MAX_ATTEMPTS).update(
+        orphans = Rollout.objects.filter(stale, pk=rollout_id, status=RolloutStatus.RUNNING)
+        # Its worker died after its batch was cancelled: nothing to resume.
+        orphans.filter(stop_requested=True).update(status=RolloutStatus.CANCELLED, reason="Cancelled while running.", finished_at=now)
+        orphans.filter(attempts__gte=MAX_ATTEMPTS).update(
             status=RolloutStatus.FAILED, reason="The worker running this rollout was interrupted too many times.", finished_at=now
         )
         return
-    rollout = Rollout.objects.select_related(
-        "batch", "batch__endpoint", "batch__rubric_version", "batch__env_task__world", "batch__created_by", "overlay"
-    ).get(pk=rollout_id)
+    rollout = Rollout.objects.select_related("batch__endpoint", "batch__env_task__world", "overlay").get(pk=rollout_id)
     # Read once; from here on each saved step is appended (_save_steps), never read again.
     # A first delivery (its claim took it from QUEUED) has nothing saved yet.
     steps = list(rollout.steps.order_by("index")) if rollout.attempts > 1 else []
@@ -163,17 +164,18 @@ class _Pulse:
     """A running rollout's round trip to its row before a model call, in one statement: the
     heartbeat, the token and cost totals so far (sums over the saved steps, so a resumed
     rollout's are right too) and the batch's cancel (a rollout asked to stop matches no
-    row). Always before the first model call, then at most once every PULSE_SECONDS: a fast
+    row). Before a model call, at most once every PULSE_SECONDS (counted from the claim): a fast
     model makes hundreds of calls a second in one worker, too many to pay a statement each,
     and once a second still stops a cancelled rollout within seconds and keeps the live
     totals fresh. Finishing writes the final totals whatever the pulse last wrote."""
 
     def __init__(self, rollout: Rollout) -> None:
         self.rollout = rollout
-        self.last: float | None = None
+        # A rollout just claimed (the claim set its heartbeat) has its first beat a pulse later.
+        self.last = time.monotonic()
 
     def beat(self, steps: list[Step]) -> None:
-        if self.last is not None and time.monotonic() - self.last < PULSE_SECONDS:
+        if time.monotonic() - self.last < PULSE_SECONDS:
             return
         alive = Rollout.objects.filter(pk=self.rollout.pk, stop_requested=False).update(heartbeat_at=timezone.now(), **_totals(steps))
         self.last = time.monotonic()

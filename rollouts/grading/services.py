@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from accounts.selectors import membership_get
 from accounts.services import require_role
-from authoring.models import GraderKind, RubricVersion
+from authoring.models import Criterion, GraderKind, RubricVersion
 from authoring.services import rubric_version_freeze
 from core.exceptions import ApplicationError
 from llm.errors import ModelError
@@ -109,8 +109,8 @@ def _verdict(grade: Grade, criterion, attempt: Attempt, project_id: int, samples
 def rollout_graded(*, rollout: Rollout) -> Grade | None:
     """Queue the grade of a finished rollout against its batch's rubric version."""
     batch = rollout.batch
-    if rollout.status != RolloutStatus.COMPLETED or not batch.rubric_version.criteria.exists():
-        return None
+    if rollout.status != RolloutStatus.COMPLETED or not Criterion.objects.filter(rubric_version_id=batch.rubric_version_id).exists():
+        return None  # (by id: a batch without criteria, the common case in a trial run, loads nothing more)
     return grade_request(rubric_version=batch.rubric_version, judge_endpoint=batch.judge_endpoint or batch.endpoint, rollout=rollout)
 
 

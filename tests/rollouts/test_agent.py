@@ -315,3 +315,14 @@ def test_a_duplicate_delivery_that_loses_the_race_keeps_its_model_call_in_the_lo
     rollout_execute(rollout_id=rollout.pk)
     assert list(rollout.steps.values_list("text", flat=True)) == ["The other delivery's step."]
     assert ModelCall.objects.filter(purpose="rollout").count() == 1
+
+
+def test_a_rollout_whose_worker_died_after_a_cancel_is_cancelled_not_resumed(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout = batch.rollouts.get()
+    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now(), heartbeat_at=None)
+    services.rollout_batch_cancel(batch=batch, user=team.author)  # flags the running rollout; its worker is gone
+    rollout_execute(rollout_id=rollout.pk)  # the redelivered message
+    rollout.refresh_from_db()
+    assert (rollout.status, rollout.reason, rollout.attempts) == (RolloutStatus.CANCELLED, "Cancelled while running.", 1)
+    assert fake_llm.requests == []
