@@ -239,3 +239,17 @@ def test_a_malformed_answer_is_a_clear_connection_error(db, settings):
     endpoint = ModelEndpoint.objects.create(name="bad", kind="openai_compatible", base_url=_one_shot_server(b"SPDY/9 what\r\n\r\n"), model="m", max_retries=0)
     with pytest.raises(ModelError, match="malformed or incomplete HTTP"):
         chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+
+
+def test_tool_definitions_are_sent_whole_with_every_call(endpoint, fake_llm):
+    tools = [{"name": "read_file", "description": "Read a file.", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}]
+    for text in ("one", "two"):
+        fake_llm.script(Reply(content=text))
+        assert chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting", tools=tools).text == text
+    tools.append({"name": "list_files", "description": "List.", "parameters": {"type": "object", "properties": {}}})
+    fake_llm.script(Reply(content="three"))
+    chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting", tools=list(tools))
+    sent = [[t["function"]["name"] for t in r.body["tools"]] for r in fake_llm.requests]
+    assert sent == [["read_file"], ["read_file"], ["read_file", "list_files"]]
+    assert fake_llm.requests[0].body["tools"][0]["function"]["parameters"] == tools[0]["parameters"]
+    assert fake_llm.requests[0].body["messages"] == MESSAGES and fake_llm.requests[0].body["model"] == "fake-model"
