@@ -253,6 +253,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1, help="worker processes (the targets are for one)")
     parser.add_argument("--debug", action="store_true", help="run with DEBUG on (every query is logged: ~40%% more CPU per query)")
     parser.add_argument("--no-web", action="store_true", help="do not start the web server")
+    parser.add_argument("--keep-logs", action="store_true", help="keep the worker's and the web server's logs (printed: where)")
     parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_model:
@@ -279,7 +280,10 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     try:
         _run(args, database_url, var_dir)
-        print("VAR", var_dir) if os.environ.get("TW_KEEP") else shutil.rmtree(var_dir, ignore_errors=True)  # kept after a failure: the worker's and the web server's logs
+        if args.keep_logs:
+            print(f"logs: {var_dir}")
+        else:
+            shutil.rmtree(var_dir, ignore_errors=True)  # kept after a failure: the worker's and the web server's logs
     finally:
         if database_url.startswith("postgres"):
             from django.db import connections
