@@ -293,6 +293,7 @@ def main() -> None:
 
 
 def _run(args, database_url: str, var_dir: Path) -> None:
+    from django.conf import settings
     from django.db import connection
     from django.db.models import Avg, Count, F, Max, Min
     from django.utils import timezone
@@ -329,6 +330,10 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         name="fake", kind="openai_compatible", base_url=server.url, model="fake", max_concurrency=args.workers * args.threads + 8, read_timeout=30,
     )
 
+    if settings.LLM_SLOTS_REDIS_URL:  # leases under this id are an earlier run's (its endpoint, in another database)
+        import redis
+
+        redis.Redis.from_url(settings.LLM_SLOTS_REDIS_URL).delete(f"taskwright:llm-slots:{endpoint.pk}", f"taskwright:llm-slots:{endpoint.pk}:released")
     with app.connection_for_write() as conn, contextlib.suppress(Exception):
         conn.default_channel.queue_purge("rollouts")
     env = dict(os.environ)

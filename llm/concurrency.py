@@ -13,6 +13,7 @@ another process waiting for a slot of a saturated endpoint may wait up to HOLD_S
 longer, and an idle process gives its slots back within HOLD_SECONDS of their last use.
 """
 
+import atexit
 import contextlib
 import fcntl
 import os
@@ -152,6 +153,17 @@ _kept: dict[str, _Kept] = {}
 _kept_lock = threading.Lock()
 # A forked child (a prefork pool's) must not use its parent's slots; the parent gives them back.
 os.register_at_fork(after_in_child=_kept.clear)
+
+
+@atexit.register
+def _give_back_all() -> None:
+    """A process that exits (a worker's warm shutdown ends here) gives back the slots it kept:
+    left in Redis they would count against the cap until their leases ran out."""
+    for kept in list(_kept.values()):
+        with kept.changed:
+            tokens, kept.free = [token for token, _ in kept.free], []
+        with contextlib.suppress(Exception):  # Redis gone: the leases run out on their own
+            kept._release(tokens)
 
 
 def _kept_for(endpoint_id: int, cap: int) -> _Kept:

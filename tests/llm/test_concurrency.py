@@ -116,3 +116,28 @@ def test_own_calls_hand_slots_over_within_the_cap(endpoint, fake_llm, redis_slot
     assert answers == ["ok"] * 12
     assert fake_llm.max_in_flight == 2
     assert len(_leases(redis_slots, endpoint)) <= 2
+
+
+EXITING_CALLER = textwrap.dedent(
+    """
+    import os, sys, django
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    django.setup()
+    from llm.client import chat
+    from llm.models import ModelEndpoint
+
+    chat(endpoint=ModelEndpoint.objects.get(pk=int(sys.argv[1])), messages=[{"role": "user", "content": "hi"}], purpose="drafting")
+    from llm import concurrency
+    print(sum(len(kept.free) for kept in concurrency._kept.values()))  # kept for a next call that never comes
+    """
+)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_process_that_exits_gives_its_kept_slots_back(endpoint, fake_llm, redis_slots, settings):
+    env = {**os.environ, "DATABASE_URL": database_url_for_subprocess(), "DEBUG": "1", "LLM_SLOTS_REDIS_URL": settings.LLM_SLOTS_REDIS_URL}
+    done = subprocess.run([sys.executable, "-c", EXITING_CALLER, str(endpoint.pk)], cwd=Path(__file__).resolve().parents[2], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1"
+    assert _leases(redis_slots, endpoint) == []  # at once, not when the lease runs out
