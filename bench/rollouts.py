@@ -1,5 +1,6 @@
 """Benchmark: 200 trial rollouts × 10 model calls (9 tool calls, then a final answer) through
-ONE Celery worker process (`--pool threads -c C`) against the fake model server with a fixed
+ONE Celery worker process (`--pool threads -c C --prefetch-multiplier 2`: the next rollout
+waits in the worker, so a thread that frees starts it at once — with 1, 150–190 ms later) against the fake model server with a fixed
 latency per model call, while a thread keeps loading the batch page of the web app.
 
     ideal = ceil(rollouts / C) × steps × latency      (the pool's concurrency is the limit)
@@ -339,7 +340,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     env = dict(os.environ)
     workers = [
         subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "rollouts", "--pool", "threads", "-c", str(args.threads),
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "rollouts", "--pool", "threads", "-c", str(args.threads), "--prefetch-multiplier", "2",
              "-l", "info", "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"bench-{uuid.uuid4().hex[:6]}@%h"],
             cwd=ROOT, env=env, stdout=(var_dir / f"worker-{i}.log").open("w"), stderr=subprocess.STDOUT,
         )
@@ -417,6 +418,11 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     chat_ms = Step.objects.filter(rollout__in=rollouts, kind=StepKind.MODEL).aggregate(ms=Avg("latency_ms"))["ms"] or 0
     took = rollouts.aggregate(took=Avg(F("finished_at") - F("started_at")))["took"]
     span = rollouts.aggregate(first=Min("started_at"), last=Max("finished_at"))
+    # The k-th rollout to finish frees a thread for the (C + k)-th to start: the time between is the pool's own.
+    starts = sorted(rollouts.values_list("started_at", flat=True))
+    finishes = sorted(rollouts.values_list("finished_at", flat=True))
+    slots = args.workers * args.threads
+    handovers = [(start - finish).total_seconds() * 1000 for start, finish in zip(starts[slots:], finishes, strict=False)]
     cycle_ms = took.total_seconds() * 1000 / args.steps if took else 0
     failures = list(rollouts.exclude(status=RolloutStatus.COMPLETED).values_list("reason", flat=True)[:3])
 
@@ -439,6 +445,9 @@ def _run(args, database_url: str, var_dir: Path) -> None:
           f"the fake model server {model_cpu:.1f} s, this process (polling, page loads) {bench_cpu:.1f} s, "
           f"PostgreSQL {services_cpu['postgres']:.1f} s, Redis {services_cpu['redis-server']:.1f} s")
     print(f"worker peak memory (VmHWM{', the largest process' if args.workers > 1 else ''}): {peak_kib / 1024:.0f} MiB")
+    if handovers:
+        print(f"a freed thread started the next rollout after (mean/p50/max): {sum(handovers) / len(handovers):.0f} / "
+              f"{_percentile(handovers, 0.5):.0f} / {max(handovers):.0f} ms")
     print(f"wall: {wall:.2f}s  ideal: {ideal:.2f}s  (queuing the batches took {queued_in:.2f}s; the first rollout started "
           f"{(span['first'] - started_at).total_seconds():.2f}s in; a rollout took {took.total_seconds() if took else 0:.2f}s on average)")
     if loader is not None:
