@@ -52,6 +52,8 @@ def insert_row[M: models.Model](obj: M, *, using: str = "default") -> M:
 
 def insert_rows(objs: Sequence[models.Model], *, using: str = "default") -> None:
     """INSERT every object of `objs` (as insert_row does), in that order, all or none."""
+    if not objs:
+        return
     connection = connections[using]
     statements = [_statement(type(obj), using) for obj in objs]
     joined = connection.vendor == "postgresql" and not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")

@@ -207,7 +207,7 @@ def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> pr
     return parse(data, structured=schema is not None)
 
 
-_encoded_tools: dict[int, tuple[list[dict], bytes]] = {}
+_encoded_tools: dict[tuple[int, bool], tuple[list[dict], bytes]] = {}
 
 
 def _encode(body: dict, tools: list[dict] | None, schema: dict | None) -> bytes:
@@ -218,11 +218,12 @@ def _encode(body: dict, tools: list[dict] | None, schema: dict | None) -> bytes:
     wire_tools = body.get("tools")
     if not wire_tools or not tools or schema is not None:
         return json.dumps(body).encode()
-    entry = _encoded_tools.get(id(tools))
+    key = (id(tools), "input_schema" in wire_tools[0])  # the list, in the provider's wire format
+    entry = _encoded_tools.get(key)
     if entry is None or entry[0] is not tools:  # `is`: an id can be reused once its list is gone
         if len(_encoded_tools) > 256:
             _encoded_tools.clear()
-        entry = _encoded_tools[id(tools)] = (tools, json.dumps(wire_tools).encode())
+        entry = _encoded_tools[key] = (tools, json.dumps(wire_tools).encode())
     rest = json.dumps({key: value for key, value in body.items() if key != "tools"}).encode()
     return rest[:-1] + (b', "tools": ' if len(rest) > 2 else b'"tools": ') + entry[1] + b"}"
 

@@ -9,13 +9,17 @@ start of the slot's lease) and hands it to its own next call, so a worker making
 of calls a second goes to Redis about once per slot per HOLD_SECONDS, not twice per call:
 each round trip makes the calling thread wait for the interpreter lock again behind
 dozens of others, and in a busy worker those waits cost more than Redis itself. The price:
-another process waiting for a slot of a saturated endpoint may wait up to HOLD_SECONDS
-longer, and an idle process gives its slots back within HOLD_SECONDS of their last use.
+on a saturated endpoint a process that holds slots keeps each for HOLD_SECONDS at a time,
+so other processes get turns less often (each slot comes free at least that often); an
+idle process gives its slots back within HOLD_SECONDS of their last use, and an exiting
+one at once. A kept slot's Redis lease outlasts its last call: a call ends within its
+connect + read timeout (llm.transport), and the lease runs 30 s beyond that.
 """
 
 import atexit
 import contextlib
 import fcntl
+import logging
 import os
 import random
 import threading
@@ -27,6 +31,8 @@ from pathlib import Path
 from django.conf import settings
 
 from llm.errors import ModelError
+
+logger = logging.getLogger(__name__)
 
 # Well under the 30 s that a call's lease outlasts its timeouts (llm.client), so a kept
 # slot's lease always outlasts the last call made with it.
@@ -56,7 +62,8 @@ def _redis():
     if _redis_client is None:
         import redis
 
-        client = redis.Redis.from_url(settings.LLM_SLOTS_REDIS_URL)
+        # A hung Redis must not hang every model call: its waits are 0.25 s long (BLPOP).
+        client = redis.Redis.from_url(settings.LLM_SLOTS_REDIS_URL, socket_timeout=10, socket_connect_timeout=10)
         # One round trip each way: a script is sent by its hash (EVALSHA).
         _scripts.update(acquire=client.register_script(_ACQUIRE), release=client.register_script(_RELEASE))
         _redis_client = client
@@ -89,7 +96,7 @@ class _Kept:
         self.reaper: threading.Timer | None = None
 
     def take(self) -> tuple[str, float] | None:
-        """The newest kept slot young enough to use, or None (old ones go back to Redis)."""
+        """The kept slot given back last, if young enough to use, or None (old ones go back to Redis)."""
         with self.changed:
             old = self._expire()
             slot = self.free.pop() if self.free else None
@@ -119,7 +126,8 @@ class _Kept:
         with self.changed:
             if not self.in_use:
                 return False
-            self.changed.wait(timeout=0.25)
+            if not self.free:  # (one given back since this thread looked takes no waiting)
+                self.changed.wait(timeout=0.25)
             return True
 
     def _expire(self) -> list[str]:
@@ -134,7 +142,10 @@ class _Kept:
             oldest = min(since for _, since in self.free)
             self.reaper = threading.Timer(max(0.01, oldest + HOLD_SECONDS - time.monotonic()), self._reap)
             self.reaper.daemon = True
-            self.reaper.start()
+            try:
+                self.reaper.start()
+            except RuntimeError:  # the interpreter is shutting down: the exit hook gives the slots back
+                self.reaper = None
 
     def _reap(self) -> None:
         """Give back the kept slots no call took in time (an idle process's)."""
@@ -145,14 +156,28 @@ class _Kept:
         self._release(old)
 
     def _release(self, tokens: list[str]) -> None:
+        """Hand slots back to Redis. Never raises: it runs after a call that has its answer
+        (and in the reaper), and a lease Redis did not take back runs out on its own."""
         for token in tokens:
-            _scripts["release"](keys=[self.key, self.wake], args=[token, self.cap])
+            try:
+                _scripts["release"](keys=[self.key, self.wake], args=[token, self.cap])
+            except Exception as error:  # any Redis failure: the lease expires by itself
+                logger.warning("could not give an endpoint slot back to Redis (%s); its lease runs out on its own", error)
 
 
 _kept: dict[str, _Kept] = {}
 _kept_lock = threading.Lock()
-# A forked child (a prefork pool's) must not use its parent's slots; the parent gives them back.
-os.register_at_fork(after_in_child=_kept.clear)
+
+
+def _forget_in_child() -> None:
+    """A forked child (a prefork pool's) must not use its parent's slots (the parent gives
+    them back), nor a lock some parent thread held at the fork."""
+    global _kept_lock
+    _kept.clear()
+    _kept_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 @atexit.register
@@ -162,8 +187,7 @@ def _give_back_all() -> None:
     for kept in list(_kept.values()):
         with kept.changed:
             tokens, kept.free = [token for token, _ in kept.free], []
-        with contextlib.suppress(Exception):  # Redis gone: the leases run out on their own
-            kept._release(tokens)
+        kept._release(tokens)
 
 
 def _kept_for(endpoint_id: int, cap: int) -> _Kept:

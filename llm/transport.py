@@ -71,8 +71,9 @@ class _Connection:
         self.sock: socket.socket | None = None
         self.protocol: h11.Connection | None = None
 
-    def open(self) -> None:
-        sock = socket.create_connection((self.host.strip("[]"), self.port), timeout=self.connect_timeout)
+    def open(self, deadline: float) -> None:
+        timeout = min(self.connect_timeout, deadline - time.monotonic())
+        sock = socket.create_connection((self.host.strip("[]"), self.port), timeout=timeout)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # the request goes in one send anyway
         if self.scheme == "https":
             try:
@@ -98,8 +99,12 @@ def _connection(scheme: str, host: str, port: int | None, connect_timeout: float
     return connection
 
 
+STALE_WITHIN = 1.0  # seconds: a reused connection that ends this soon after the request, with no byte of answer, had been closed idle
+
+
 def post(url: str, body: bytes, headers: dict[str, str], *, connect_timeout: float, read_timeout: float, max_bytes: int) -> Response:
-    """POST `body` and read the whole answer, within `connect_timeout + read_timeout` in all."""
+    """POST `body` and read the whole answer, within `connect_timeout + read_timeout` in all
+    (the deadline holds across the one retry on a fresh connection, too)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TransportError("connection", f"{url} is not an http(s) address")
@@ -117,29 +122,40 @@ def post(url: str, body: bytes, headers: dict[str, str], *, connect_timeout: flo
     return _exchange(connection, path, body, headers, read_timeout, max_bytes, deadline)
 
 
+def _wait_limit(sock: socket.socket, read_timeout: float, deadline: float) -> None:
+    """The next send or receive may wait read_timeout, but never past the deadline."""
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TransportError("deadline")
+    sock.settimeout(min(read_timeout, left))
+
+
 def _exchange(connection: _Connection, path, body, headers, read_timeout, max_bytes, deadline) -> Response:
     """One request and its whole answer; any failure closes the connection."""
     answered = received = False
+    sent_at = None
     try:
         if connection.sock is None:
-            connection.open()
+            if deadline - time.monotonic() <= 0:
+                raise TransportError("deadline")
+            connection.open(deadline)
         sock, protocol = connection.sock, connection.protocol
-        sock.settimeout(read_timeout)
         request = h11.Request(method="POST", target=path, headers=[
             ("host", connection.host_header), ("content-length", str(len(body))), ("accept-encoding", "identity"), *headers.items(),
         ])
+        _wait_limit(sock, read_timeout, deadline)
         sock.sendall(protocol.send(request) + protocol.send(h11.Data(data=body)) + protocol.send(h11.EndOfMessage()))
+        sent_at = time.monotonic()
         status, answer_headers, chunks, size = 0, {}, [], 0
         while True:
             event = protocol.next_event()
             if event is h11.NEED_DATA:
+                _wait_limit(sock, read_timeout, deadline)
                 data = sock.recv(CHUNK)
-                if not data and not received:  # closed before a byte of the answer: stale if it was reused
-                    raise TransportError("connection", "RemoteDisconnected", stale=True)
+                if not data and not received:
+                    raise _closed(sent_at)
                 received = True
                 protocol.receive_data(data)  # b"": the server closed the connection (the end of an HTTP/1.0 body)
-                if time.monotonic() > deadline:  # a server that trickles bytes forever
-                    raise TransportError("deadline")
             elif isinstance(event, h11.Response):
                 answered = True
                 status, answer_headers = event.status_code, {name.decode("latin-1"): value.decode("latin-1") for name, value in event.headers}
@@ -159,15 +175,29 @@ def _exchange(connection: _Connection, path, body, headers, read_timeout, max_by
         raise TransportError("connection", "malformed or incomplete HTTP") from None
     except (BrokenPipeError, ConnectionResetError) as exc:
         connection.close()
-        raise TransportError("connection", type(exc).__name__, stale=not answered) from None
+        if received:
+            raise TransportError("connection", type(exc).__name__) from None
+        raise _closed(sent_at, type(exc).__name__) from None
     except TimeoutError:
         connection.close()
-        raise TransportError("timeout") from None
+        # Which limit ran out: the deadline (a trickling answer, or a slow connect on the retry) or read_timeout.
+        raise TransportError("deadline" if time.monotonic() >= deadline - 0.01 and answered else "timeout") from None
     except OSError as exc:
         connection.close()
         raise TransportError("connection", type(exc).__name__) from None
+    except BaseException:  # anything else (a bug, an interrupt) leaves h11 mid-exchange: never reuse it
+        connection.close()
+        raise
     if protocol.our_state is h11.DONE and protocol.their_state is h11.DONE:
         protocol.start_next_cycle()  # the connection takes the next request
     else:  # the server said it closes the connection (or HTTP/1.0)
         connection.close()
     return Response(status=status, headers=answer_headers, body=b"".join(chunks))
+
+
+def _closed(sent_at: float | None, detail: str = "RemoteDisconnected") -> TransportError:
+    """The connection ended before a byte of the answer. Stale (worth one retry at once, if it
+    was a reused one) when that came right away: a server that had closed it while idle.
+    Later, the server may have worked on the request: the client's own retries decide."""
+    stale = sent_at is None or time.monotonic() - sent_at < STALE_WITHIN
+    return TransportError("connection", detail, stale=stale)

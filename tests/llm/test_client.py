@@ -253,3 +253,20 @@ def test_tool_definitions_are_sent_whole_with_every_call(endpoint, fake_llm):
     assert sent == [["read_file"], ["read_file"], ["read_file", "list_files"]]
     assert fake_llm.requests[0].body["tools"][0]["function"]["parameters"] == tools[0]["parameters"]
     assert fake_llm.requests[0].body["messages"] == MESSAGES and fake_llm.requests[0].body["model"] == "fake-model"
+
+    claude = ModelEndpoint.objects.create(name="claude", kind="anthropic", base_url=fake_llm.url, model="claude-x")
+    fake_llm.script(Reply(content="four"))
+    chat(endpoint=claude, messages=MESSAGES, purpose="drafting", tools=tools)  # the same list, in the other provider's format
+    assert fake_llm.requests[-1].body["tools"][0] == {"name": "read_file", "description": "Read a file.", "input_schema": tools[0]["parameters"]}
+
+
+def test_a_trickling_answer_is_cut_at_the_deadline_not_a_read_timeout_later(endpoint, fake_llm):
+    """connect + read timeout bounds a whole call (the endpoint slot's lease relies on it),
+    even when every byte arrives well within the read timeout."""
+    endpoint.connect_timeout, endpoint.read_timeout, endpoint.max_retries = 0.2, 1.0, 0
+    endpoint.save()
+    fake_llm.script(Reply(trickle=0.8, content="x" * 200))  # a byte every 0.8 s: never idle for 1 s, never done
+    started = time.monotonic()
+    with pytest.raises(ModelError, match="did not finish answering within 1 s"):
+        chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+    assert time.monotonic() - started < 1.2 + 0.25  # the deadline (a recv waiting for the next byte would end at 1.6 s)

@@ -62,7 +62,12 @@ def redis_slots(settings, monkeypatch):
     monkeypatch.setattr(concurrency, "HOLD_SECONDS", 0.5)
     monkeypatch.setattr(concurrency, "_redis_client", None)
     concurrency._kept.clear()
-    yield concurrency._redis()
+    client = concurrency._redis()
+    # Endpoint ids start again with each test database: leases of an earlier run's endpoints are not this one's.
+    for key in client.scan_iter("taskwright:llm-slots:*"):
+        client.delete(key)
+    yield client
+    concurrency._give_back_all()
     concurrency._kept.clear()
 
 
@@ -113,9 +118,8 @@ def test_own_calls_hand_slots_over_within_the_cap(endpoint, fake_llm, redis_slot
 
     with ThreadPoolExecutor(max_workers=6) as pool:
         answers = list(pool.map(ask, range(12)))
-    assert answers == ["ok"] * 12
-    assert fake_llm.max_in_flight == 2
-    assert len(_leases(redis_slots, endpoint)) <= 2
+    leases = _leases(redis_slots, endpoint)
+    assert (answers, fake_llm.max_in_flight, len(leases) <= 2) == (["ok"] * 12, 2, True), (fake_llm.max_in_flight, leases)
 
 
 EXITING_CALLER = textwrap.dedent(
@@ -129,6 +133,8 @@ EXITING_CALLER = textwrap.dedent(
     chat(endpoint=ModelEndpoint.objects.get(pk=int(sys.argv[1])), messages=[{"role": "user", "content": "hi"}], purpose="drafting")
     from llm import concurrency
     print(sum(len(kept.free) for kept in concurrency._kept.values()))  # kept for a next call that never comes
+    from django.db import connections
+    connections.close_all()
     """
 )
 
@@ -141,3 +147,21 @@ def test_a_process_that_exits_gives_its_kept_slots_back(endpoint, fake_llm, redi
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1"
     assert _leases(redis_slots, endpoint) == []  # at once, not when the lease runs out
+
+
+def test_redis_failing_to_take_a_slot_back_loses_no_answer(endpoint, fake_llm, redis_slots, monkeypatch, caplog):
+    import redis
+
+    from llm import concurrency
+
+    monkeypatch.setattr(concurrency, "HOLD_SECONDS", 0)  # every slot goes back to Redis at once
+    _ask(endpoint)  # loads the scripts
+
+    def broken(*args, **kwargs):
+        raise redis.ConnectionError("Redis went away")
+
+    monkeypatch.setitem(concurrency._scripts, "release", broken)
+    assert _ask(endpoint, "still answered") == "OK"
+    assert "could not give an endpoint slot back to Redis" in caplog.text
+    assert ModelCall.objects.filter(outcome="ok").count() == 2
+    assert all(kept.in_use == 0 for kept in concurrency._kept.values())
