@@ -37,16 +37,24 @@ def _statement(model: type[models.Model], alias: str) -> tuple[str, tuple[models
     return sql, fields, returning
 
 
+def _params(obj: models.Model, fields: tuple[models.Field, ...], connection) -> list:
+    return [field.get_db_prep_save(field.pre_save(obj, add=True), connection=connection) for field in fields]
+
+
+def _saved(obj: models.Model, pk, using: str) -> None:
+    obj.pk = pk
+    obj._state.adding = False
+    obj._state.db = using
+
+
 def insert_row[M: models.Model](obj: M, *, using: str = "default") -> M:
     """INSERT `obj` (a new instance whose primary key is an auto field) and set its pk."""
     sql, fields, returning = _statement(type(obj), using)
     connection = connections[using]
-    params = [field.get_db_prep_save(field.pre_save(obj, add=True), connection=connection) for field in fields]
     with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        obj.pk = cursor.fetchone()[0] if returning else connection.ops.last_insert_id(cursor, obj._meta.db_table, obj._meta.pk.column)
-    obj._state.adding = False
-    obj._state.db = using
+        cursor.execute(sql, _params(obj, fields, connection))
+        pk = cursor.fetchone()[0] if returning else connection.ops.last_insert_id(cursor, obj._meta.db_table, obj._meta.pk.column)
+    _saved(obj, pk, using)
     return obj
 
 
@@ -55,9 +63,11 @@ def insert_rows(objs: Sequence[models.Model], *, using: str = "default") -> None
     if not objs:
         return
     connection = connections[using]
-    statements = [_statement(type(obj), using) for obj in objs]
-    joined = connection.vendor == "postgresql" and not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
-    if not joined or not all(returning for _, _, returning in statements):
+    joined = (
+        connection.vendor == "postgresql" and connection.features.can_return_columns_from_insert
+        and not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
+    )
+    if not joined:
         # One after another (SQLite is in the process: there is no round trip to save).
         with transaction.atomic(using):
             for obj in objs:
@@ -65,13 +75,11 @@ def insert_rows(objs: Sequence[models.Model], *, using: str = "default") -> None
         return
     # Client-side binding (Django's default with psycopg) sends the statements as one query
     # string; PostgreSQL runs such a string as one transaction, or as part of the open one.
-    sql = "; ".join(sql for sql, _, _ in statements)
-    params = [field.get_db_prep_save(field.pre_save(obj, add=True), connection=connection) for obj, (_, fields, _) in zip(objs, statements, strict=True) for field in fields]
+    statements = [_statement(type(obj), using) for obj in objs]
+    params = [value for obj, (_, fields, _) in zip(objs, statements, strict=True) for value in _params(obj, fields, connection)]
     with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute("; ".join(sql for sql, _, _ in statements), params)
         for i, obj in enumerate(objs):
             if i:
                 cursor.nextset()
-            obj.pk = cursor.fetchone()[0]
-            obj._state.adding = False
-            obj._state.db = using
+            _saved(obj, cursor.fetchone()[0], using)

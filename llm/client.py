@@ -184,7 +184,7 @@ def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> pr
         headers["authorization"] = f"Bearer {key}"
     try:
         response = transport.post(
-            base_url + path, _encode(body, tools, schema), headers,
+            base_url + path, _encode(body, tools, schema, anthropic), headers,
             connect_timeout=endpoint.connect_timeout, read_timeout=endpoint.read_timeout, max_bytes=MAX_RESPONSE_BYTES,
         )
     except transport.TransportError as error:
@@ -210,7 +210,7 @@ def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> pr
 _encoded_tools: dict[tuple[int, bool], tuple[list[dict], bytes]] = {}
 
 
-def _encode(body: dict, tools: list[dict] | None, schema: dict | None) -> bytes:
+def _encode(body: dict, tools: list[dict] | None, schema: dict | None, anthropic: bool) -> bytes:
     """The request body as JSON. The tool definitions are often most of it (the world's 23
     tools: 16 kB of JSON schemas, 0.3 ms to encode), and an agent sends the same list with
     each of its calls, so they are encoded once per list and spliced in. A list passed to
@@ -218,7 +218,7 @@ def _encode(body: dict, tools: list[dict] | None, schema: dict | None) -> bytes:
     wire_tools = body.get("tools")
     if not wire_tools or not tools or schema is not None:
         return json.dumps(body).encode()
-    key = (id(tools), "input_schema" in wire_tools[0])  # the list, in the provider's wire format
+    key = (id(tools), anthropic)  # the list, in that provider's wire format
     entry = _encoded_tools.get(key)
     if entry is None or entry[0] is not tools:  # `is`: an id can be reused once its list is gone
         if len(_encoded_tools) > 256:

@@ -193,7 +193,9 @@ def _give_back_all() -> None:
 def _kept_for(endpoint_id: int, cap: int) -> _Kept:
     key = f"taskwright:llm-slots:{endpoint_id}"
     with _kept_lock:
-        kept = _kept.get(key) or _kept.setdefault(key, _Kept(key))
+        kept = _kept.get(key)
+        if kept is None:
+            kept = _kept[key] = _Kept(key)
         kept.cap = cap
         return kept
 

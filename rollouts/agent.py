@@ -193,12 +193,12 @@ def _check(rollout: Rollout, steps: list[Step], deadline, pulse: _Pulse) -> None
 def _tool_step(rollout: Rollout, workspace: Workspace, call: dict) -> Step:
     """Run one tool call; its result as an unsaved step."""
     started = time.monotonic()
-    arguments = call.get("arguments") if call.get("arguments") is not None else call.get("raw_arguments", "")
-    result = execute(workspace=workspace, name=call["name"], arguments=arguments)
+    parsed, raw = call.get("arguments"), call.get("raw_arguments", "")  # parsed is None when the model's JSON was not an object
+    result = execute(workspace=workspace, name=call["name"], arguments=parsed if parsed is not None else raw)
     return Step(
         rollout=rollout, kind=StepKind.TOOL, tool_call_id=call["id"], tool_name=call["name"][:100],
-        arguments=call.get("arguments") if call.get("arguments") is not None else {"raw": call.get("raw_arguments", "")},
-        text=result.text, is_error=result.is_error, latency_ms=int((time.monotonic() - started) * 1000),
+        arguments=parsed if parsed is not None else {"raw": raw}, text=result.text, is_error=result.is_error,
+        latency_ms=int((time.monotonic() - started) * 1000),
     )
 
 

@@ -33,9 +33,14 @@ def tool_specs(*, writable: bool) -> list[dict]:
     return [t.spec.as_dict() for t in REGISTRY.values() if writable or not t.spec.writes]
 
 
+def _tool(name: object):
+    """The registered tool of that name; None for an unknown name (or a name that is not text)."""
+    return REGISTRY.get(name) if isinstance(name, str) else None
+
+
 def tool_writes(name: object) -> bool:
     """Whether tool `name` can change the workspace (an unknown name runs nothing)."""
-    tool = REGISTRY.get(name) if isinstance(name, str) else None
+    tool = _tool(name)
     return tool is not None and tool.spec.writes
 
 
@@ -92,7 +97,7 @@ def _arguments(name: str, arguments: object) -> dict:
 
 def execute(*, workspace: Workspace, name: str, arguments: object) -> ToolResult:
     """Run tool `name` with `arguments` (a dict, or the JSON text a model sent) over the workspace."""
-    tool = REGISTRY.get(name) if isinstance(name, str) else None
+    tool = _tool(name)
     if tool is None:
         known = ", ".join(n for n, t in REGISTRY.items() if workspace.writable or not t.spec.writes)
         return ToolResult(f"Unknown tool {str(name)[:100]!r}. Available tools: {known}.", is_error=True)
