@@ -123,6 +123,18 @@ class FakeLLMServer:
                     server.requests.append(request)
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                answering = True
+
+                def answered():
+                    # Counted out just before the answer's last byte goes: counted out after it,
+                    # the client could read the answer, hand its slot over and have the next call
+                    # arrive while this thread still counted the call it had finished.
+                    nonlocal answering
+                    if answering:
+                        answering = False
+                        with server._lock:
+                            server.in_flight -= 1
+
                 try:
                     reply = server._next(request)
                     if reply.delay:
@@ -138,16 +150,19 @@ class FakeLLMServer:
                     self.end_headers()
                     if reply.trickle:
                         for i in range(len(payload)):
+                            if i == len(payload) - 1:
+                                answered()
                             self.wfile.write(payload[i : i + 1])
                             self.wfile.flush()
                             time.sleep(reply.trickle)
                     else:
+                        answered()
                         self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 finally:
+                    answered()
                     with server._lock:
-                        server.in_flight -= 1
                         server.answer_seconds.append(time.monotonic() - started)
 
         return Handler
