@@ -1,9 +1,23 @@
 import os
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("taskwright")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def _close_old_connections(task=None, **kwargs) -> None:
+    """Around each task, as around each request: a connection that broke, or is older than
+    CONN_MAX_AGE, is closed (the next query opens a new one); a healthy one is kept
+    (settings.CELERY_DB_REUSE_MAX). An eager task runs inside its caller's connection."""
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()
