@@ -13,6 +13,11 @@ first inserted).
 `insert_rows(objs)` inserts several such rows, of any models, all or none; on PostgreSQL in
 one round trip. In a busy worker each round trip makes the thread wait for the interpreter
 lock again behind dozens of others, which costs more than the statement.
+
+`fetch_instances(model, sql, params)` runs a statement of your own that returns whole rows
+of `model` (`columns(model)`, in that order: an `UPDATE … RETURNING`, say, which the ORM
+does not offer) and gives back instances, with the values converted as the ORM converts
+them.
 """
 
 import functools
@@ -83,3 +88,39 @@ def insert_rows(objs: Sequence[models.Model], *, using: str = "default") -> None
             if i:
                 cursor.nextset()
             _saved(obj, cursor.fetchone()[0], using)
+
+
+def columns(model: type[models.Model], using: str = "default") -> str:
+    """The model's concrete columns, quoted, in the order fetch_instances() reads them."""
+    quote = connections[using].ops.quote_name
+    return ", ".join(quote(f.column) for f in model._meta.concrete_fields)
+
+
+@functools.lru_cache(maxsize=32)
+def _converters(model: type[models.Model], alias: str) -> tuple[tuple[str, ...], tuple]:
+    """(attnames, per column: (its Col, the backend's and the field's converters)), as
+    SQLCompiler.apply_converters uses them."""
+    connection = connections[alias]
+    fields = model._meta.concrete_fields
+    converters = []
+    for field in fields:
+        column = field.get_col(model._meta.db_table)
+        converters.append((column, tuple(connection.ops.get_db_converters(column) + column.get_db_converters(connection))))
+    return tuple(f.attname for f in fields), tuple(converters)
+
+
+def fetch_instances[M: models.Model](model: type[M], sql: str, params: Sequence, *, using: str = "default") -> list[M]:
+    """Instances of `model` from a statement returning its rows' `columns(model)`."""
+    connection = connections[using]
+    attnames, converters = _converters(model, using)
+    with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    found = []
+    for row in rows:
+        values = list(row)
+        for i, (column, functions) in enumerate(converters):
+            for function in functions:
+                values[i] = function(values[i], column, connection)
+        found.append(model.from_db(using, attnames, values))
+    return found

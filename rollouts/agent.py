@@ -20,15 +20,14 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Q
 from django.utils import timezone
 
-from core.db import insert_row, insert_rows
+from core.db import columns, fetch_instances, insert_row, insert_rows
 from llm.client import chat
 from llm.errors import ModelError
 from llm.models import CallPurpose, ModelCall
-from rollouts.models import BatchMode, Rollout, RolloutStatus, Step, StepKind
+from rollouts.models import BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepKind
 from workspace.models import OverlayPurpose
 from workspace.services import overlay_create
 from workspace.tools import Workspace, execute, tool_specs, tool_writes
@@ -50,11 +49,9 @@ def rollout_execute(*, rollout_id: int) -> None:
     heartbeat is stale (its worker died) — a duplicate message for a healthy running rollout
     does nothing, so two runs of one rollout never overlap."""
     now = timezone.now()
-    stale = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS))
-    claimed = Rollout.objects.filter(
-        Q(status=RolloutStatus.QUEUED) | (Q(status=RolloutStatus.RUNNING, attempts__lt=MAX_ATTEMPTS, stop_requested=False) & stale), pk=rollout_id
-    ).update(status=RolloutStatus.RUNNING, attempts=F("attempts") + 1, heartbeat_at=now, started_at=Coalesce(F("started_at"), Value(now)))
-    if not claimed:
+    rollout = _claim(rollout_id, now)
+    if rollout is None:
+        stale = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS))
         orphans = Rollout.objects.filter(stale, pk=rollout_id, status=RolloutStatus.RUNNING)
         # Its worker died after its batch was cancelled: nothing to resume.
         orphans.filter(stop_requested=True).update(status=RolloutStatus.CANCELLED, reason="Cancelled while running.", finished_at=now)
@@ -62,7 +59,6 @@ def rollout_execute(*, rollout_id: int) -> None:
             status=RolloutStatus.FAILED, reason="The worker running this rollout was interrupted too many times.", finished_at=now
         )
         return
-    rollout = Rollout.objects.select_related("batch__endpoint", "batch__env_task__world", "overlay").get(pk=rollout_id)
     # Read once; from here on each saved step is appended (_save_steps), never read again.
     # A first delivery (its claim took it from QUEUED) has nothing saved yet.
     steps = list(rollout.steps.order_by("index")) if rollout.attempts > 1 else []
@@ -83,6 +79,47 @@ def rollout_execute(*, rollout_id: int) -> None:
         from rollouts.grading.services import rollout_graded
 
         rollout_graded(rollout=rollout)  # queued on the grading queue
+
+
+def _claim(rollout_id: int, now) -> Rollout | None:
+    """The rollout, claimed and read in one statement, with its batch (batch_context); None
+    if another delivery holds it or it is finished. A queued rollout is claimed; a running
+    one only when its heartbeat is stale and it has attempts left and no stop request."""
+    ops = connection.ops
+    table, quote = ops.quote_name(Rollout._meta.db_table), ops.quote_name
+    status, attempts, heartbeat, started, stop = (quote(Rollout._meta.get_field(name).column) for name in ("status", "attempts", "heartbeat_at", "started_at", "stop_requested"))
+    sql = (
+        f"UPDATE {table} SET {status} = %s, {attempts} = {attempts} + 1, {heartbeat} = %s, {started} = COALESCE({started}, %s) "  # noqa: S608 (names from the model, quoted)
+        f"WHERE {quote(Rollout._meta.pk.column)} = %s AND ({status} = %s OR ({status} = %s AND {attempts} < %s AND NOT {stop} "
+        f"AND ({heartbeat} IS NULL OR {heartbeat} < %s))) RETURNING {columns(Rollout)}"
+    )
+    stale_before = now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS)
+    at, before = ops.adapt_datetimefield_value(now), ops.adapt_datetimefield_value(stale_before)
+    found = fetch_instances(Rollout, sql, [RolloutStatus.RUNNING, at, at, rollout_id, RolloutStatus.QUEUED, RolloutStatus.RUNNING, MAX_ATTEMPTS, before])
+    if not found:
+        return None
+    rollout = found[0]
+    rollout.batch = batch_context(rollout.batch_id)
+    return rollout
+
+
+BATCH_SECONDS = 5.0
+_batches: dict[int, tuple[float, RolloutBatch]] = {}
+
+
+def batch_context(batch_id: int) -> RolloutBatch:
+    """The batch with its endpoint, task and world, read at most once every BATCH_SECONDS
+    per process: every rollout of a batch needs them, and a worker starts dozens of its
+    rollouts a second. What the rollout runs against is frozen on the batch; an edit to the
+    endpoint (disabled, its cap) reaches a worker's next rollouts within BATCH_SECONDS, as
+    its running rollouts keep the endpoint they started with. Shared by the worker's
+    threads: read it, never change it."""
+    cached = _batches.get(batch_id)
+    if cached is None or time.monotonic() - cached[0] > BATCH_SECONDS:
+        if len(_batches) > 256:
+            _batches.clear()
+        cached = _batches[batch_id] = (time.monotonic(), RolloutBatch.objects.select_related("endpoint", "env_task__world").get(pk=batch_id))
+    return cached[1]
 
 
 def _totals(steps: list[Step]) -> dict:

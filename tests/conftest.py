@@ -24,6 +24,17 @@ def _fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture(autouse=True)
+def _fresh_batch_context():
+    # A test's rolled-back rows free their ids for the next test (SQLite): a batch a worker
+    # thread read in one test must not stand in for another test's batch of the same id.
+    from rollouts import agent
+
+    agent._batches.clear()
+    yield
+    agent._batches.clear()
+
+
 @pytest.fixture
 def team(db) -> Team:
     project = factories.project("Corporate law — M&A")

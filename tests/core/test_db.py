@@ -63,3 +63,20 @@ def test_insert_rows_saves_rows_of_several_models_all_or_none(rollout, django_as
     with pytest.raises(IntegrityError), transaction.atomic():
         insert_rows([again, Step(rollout=rollout, index=2, kind=StepKind.TOOL, text="new"), Step(rollout=rollout, index=1, kind=StepKind.TOOL, text="clash")])
     assert rollout.steps.count() == 2 and not ModelCall.objects.filter(endpoint_name="y").exists()  # none of the three
+
+
+def test_fetch_instances_reads_rows_of_an_update_as_the_orm_does(rollout):
+    from django.utils import timezone
+
+    from core.db import columns, fetch_instances
+    from rollouts.models import Rollout
+
+    Rollout.objects.filter(pk=rollout.pk).update(cost=Decimal("1.250000"), stop_requested=True, heartbeat_at=timezone.now())
+    table = connection.ops.quote_name(Rollout._meta.db_table)
+    sql = f"UPDATE {table} SET attempts = attempts + 1 WHERE id = %s RETURNING {columns(Rollout)}"
+    [got] = fetch_instances(Rollout, sql, [rollout.pk])
+    expected = Rollout.objects.get(pk=rollout.pk)
+    fields = [f.attname for f in Rollout._meta.concrete_fields]
+    assert [getattr(got, name) for name in fields] == [getattr(expected, name) for name in fields]
+    assert got.attempts == 1 and got.stop_requested is True and got.heartbeat_at.tzinfo is not None and not got._state.adding
+    assert fetch_instances(Rollout, sql, [rollout.pk + 1000]) == []

@@ -1,5 +1,6 @@
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from authoring import services as authoring_services
@@ -326,3 +327,24 @@ def test_a_rollout_whose_worker_died_after_a_cancel_is_cancelled_not_resumed(tea
     rollout.refresh_from_db()
     assert (rollout.status, rollout.reason, rollout.attempts) == (RolloutStatus.CANCELLED, "Cancelled while running.", 1)
     assert fake_llm.requests == []
+
+
+def test_a_batch_is_read_once_for_its_rollouts_and_an_endpoint_edit_reaches_later_ones(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks, monkeypatch):
+    from rollouts import agent
+
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks, n=3, mode="no_tools")
+    first, second, third = batch.rollouts.order_by("index")
+    fake_llm.responder = lambda request: Reply(content="$12m")
+    rollout_execute(rollout_id=first.pk)
+    # The next rollout reads no batch, endpoint, task or world, and claims itself in one statement.
+    with CaptureQueriesContext(connection) as queries:
+        rollout_execute(rollout_id=second.pk)
+    selects = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT")]
+    assert not [sql for sql in selects if any(table in sql for table in ("rolloutbatch", "modelendpoint", "envtask", "authoring_world", "rollouts_rollout"))], selects
+    assert queries.captured_queries[0]["sql"].startswith('UPDATE "rollouts_rollout"') and "RETURNING" in queries.captured_queries[0]["sql"]
+    ModelEndpoint.objects.filter(pk=endpoint.pk).update(enabled=False)
+    monkeypatch.setattr(agent, "BATCH_SECONDS", 0.0)  # the window has passed
+    rollout_execute(rollout_id=third.pk)
+    states = dict(batch.rollouts.values_list("index", "status"))
+    assert states == {0: RolloutStatus.COMPLETED, 1: RolloutStatus.COMPLETED, 2: RolloutStatus.FAILED}
+    assert "disabled" in batch.rollouts.get(index=2).reason
