@@ -251,10 +251,12 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10, help="model calls per rollout: steps − 1 tool calls, then the answer")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--threads", type=int, default=64, help="each worker's thread pool (C)")
+    parser.add_argument("--pool", choices=["threads", "gevent"], default="threads", help="the worker's pool")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (the targets are for one)")
     parser.add_argument("--debug", action="store_true", help="run with DEBUG on (every query is logged: ~40%% more CPU per query)")
     parser.add_argument("--no-web", action="store_true", help="do not start the web server")
     parser.add_argument("--keep-logs", action="store_true", help="keep the worker's and the web server's logs (printed: where)")
+    parser.add_argument("--profile", metavar="FILE", help="sample the worker with py-spy (if installed) while the batches run: collapsed stacks of the thread holding the GIL, into FILE")
     parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_model:
@@ -340,14 +342,14 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     env = dict(os.environ)
     workers = [
         subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "rollouts", "--pool", "threads", "-c", str(args.threads), "--prefetch-multiplier", "2",
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "rollouts", "--pool", args.pool, "-c", str(args.threads), "--prefetch-multiplier", "2",
              "-l", "info", "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"bench-{uuid.uuid4().hex[:6]}@%h"],
             cwd=ROOT, env=env, stdout=(var_dir / f"worker-{i}.log").open("w"), stderr=subprocess.STDOUT,
         )
         for i in range(args.workers)
     ]
     worker_log = var_dir / "worker-0.log"
-    web = loader = None
+    web = loader = profiler = None
     url = ""
     peak_running = 0
     try:
@@ -367,6 +369,12 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         bench_cpu_before = time.process_time()
         model_cpu_before = _cpu_seconds(server.process.pid)
         services_before = _services_cpu_seconds()
+        profiler = None
+        if args.profile:  # nonblocking: sampling does not pause the worker (a stack may be torn now and then)
+            profiler = subprocess.Popen(
+                ["py-spy", "record", "--pid", str(workers[0].pid), "--gil", "--nonblocking", "-r", "200", "-f", "raw", "-o", args.profile],
+                stdout=subprocess.DEVNULL, stderr=(var_dir / "py-spy.log").open("w"),
+            )
         batches = []
         started, started_at = time.monotonic(), timezone.now()
         for offset in range(0, args.rollouts, BATCH_SIZE):
@@ -403,6 +411,9 @@ def _run(args, database_url: str, var_dir: Path) -> None:
             for w in workers
         )
     finally:
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+            profiler.wait(timeout=60)
         if loader is not None:
             loader.stopped.set()
             loader.join(timeout=35)
