@@ -20,10 +20,11 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from core.db import columns, fetch_instances, insert_row, insert_rows
+from authoring.models import Criterion
+from core.db import columns, fetch_instances, insert_row, insert_rows, update_row
 from llm.client import chat
 from llm.errors import ModelError
 from llm.models import CallPurpose, ModelCall
@@ -78,7 +79,7 @@ def rollout_execute(*, rollout_id: int) -> None:
     if _finish(rollout, steps, RolloutStatus.COMPLETED, "Finished with a final answer.", final_answer=final):
         from rollouts.grading.services import rollout_graded
 
-        rollout_graded(rollout=rollout)  # queued on the grading queue
+        rollout_graded(rollout=rollout, has_criteria=rollout.batch.rubric_has_criteria)  # queued on the grading queue
 
 
 def _claim(rollout_id: int, now) -> Rollout | None:
@@ -113,12 +114,16 @@ def batch_context(batch_id: int) -> RolloutBatch:
     rollouts a second. What the rollout runs against is frozen on the batch; an edit to the
     endpoint (disabled, its cap) reaches a worker's next rollouts within BATCH_SECONDS, as
     its running rollouts keep the endpoint they started with. Shared by the worker's
-    threads: read it, never change it."""
+    threads: read it, never change it. `rubric_has_criteria`: whether its rubric version
+    (frozen when the batch started, so for good) has criteria to grade against."""
     cached = _batches.get(batch_id)
     if cached is None or time.monotonic() - cached[0] > BATCH_SECONDS:
         if len(_batches) > 256:
             _batches.clear()
-        cached = _batches[batch_id] = (time.monotonic(), RolloutBatch.objects.select_related("endpoint", "env_task__world").get(pk=batch_id))
+        batches = RolloutBatch.objects.select_related("endpoint", "env_task__world").annotate(
+            rubric_has_criteria=Exists(Criterion.objects.filter(rubric_version_id=OuterRef("rubric_version_id")))
+        )
+        cached = _batches[batch_id] = (time.monotonic(), batches.get(pk=batch_id))
     return cached[1]
 
 
@@ -135,7 +140,7 @@ def _totals(steps: list[Step]) -> dict:
 def _finish(rollout: Rollout, steps: list[Step], status: str, reason: str, final_answer: str = "") -> bool:
     """The terminal state with the final totals; False if the rollout had already left RUNNING."""
     values = {"status": status, "reason": reason[:2000], "final_answer": final_answer, "finished_at": timezone.now(), **_totals(steps)}
-    if not Rollout.objects.filter(pk=rollout.pk, status=RolloutStatus.RUNNING).update(**values):
+    if not update_row(Rollout, rollout.pk, values, where={"status": RolloutStatus.RUNNING}):
         return False
     for name, value in values.items():
         setattr(rollout, name, value)
@@ -214,7 +219,7 @@ class _Pulse:
     def beat(self, steps: list[Step]) -> None:
         if time.monotonic() - self.last < PULSE_SECONDS:
             return
-        alive = Rollout.objects.filter(pk=self.rollout.pk, stop_requested=False).update(heartbeat_at=timezone.now(), **_totals(steps))
+        alive = update_row(Rollout, self.rollout.pk, {"heartbeat_at": timezone.now(), **_totals(steps)}, where={"stop_requested": False})
         self.last = time.monotonic()
         if not alive:
             raise _Stop(RolloutStatus.CANCELLED, "Cancelled while running.")

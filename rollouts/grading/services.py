@@ -106,10 +106,15 @@ def _verdict(grade: Grade, criterion, attempt: Attempt, project_id: int, samples
         Verdict.objects.create(grade=grade, criterion=criterion, **fields)
 
 
-def rollout_graded(*, rollout: Rollout) -> Grade | None:
-    """Queue the grade of a finished rollout against its batch's rubric version."""
+def rollout_graded(*, rollout: Rollout, has_criteria: bool | None = None) -> Grade | None:
+    """Queue the grade of a finished rollout against its batch's rubric version. A caller
+    that knows whether that (frozen) version has criteria says so in `has_criteria`."""
     batch = rollout.batch
-    if rollout.status != RolloutStatus.COMPLETED or not Criterion.objects.filter(rubric_version_id=batch.rubric_version_id).exists():
+    if rollout.status != RolloutStatus.COMPLETED:
+        return None
+    if has_criteria is None:
+        has_criteria = Criterion.objects.filter(rubric_version_id=batch.rubric_version_id).exists()
+    if not has_criteria:
         return None  # (by id: a batch without criteria, the common case in a trial run, loads nothing more)
     return grade_request(rubric_version=batch.rubric_version, judge_endpoint=batch.judge_endpoint or batch.endpoint, rollout=rollout)
 

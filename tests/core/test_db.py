@@ -80,3 +80,20 @@ def test_fetch_instances_reads_rows_of_an_update_as_the_orm_does(rollout):
     assert [getattr(got, name) for name in fields] == [getattr(expected, name) for name in fields]
     assert got.attempts == 1 and got.stop_requested is True and got.heartbeat_at.tzinfo is not None and not got._state.adding
     assert fetch_instances(Rollout, sql, [rollout.pk + 1000]) == []
+
+
+def test_update_row_is_a_filtered_update_of_one_row(rollout):
+    from django.utils import timezone
+
+    from core.db import update_row
+    from rollouts.models import Rollout
+
+    now = timezone.now()
+    assert update_row(Rollout, rollout.pk, {"heartbeat_at": now, "cost": Decimal("0.5"), "input_tokens": 9}, where={"stop_requested": False}) == 1
+    saved = Rollout.objects.get(pk=rollout.pk)
+    assert (saved.heartbeat_at, saved.cost, saved.input_tokens) == (now, Decimal("0.5"), 9)
+    assert update_row(Rollout, rollout.pk, {"reason": "x"}, where={"status": "running"}) == 0  # it is queued: nothing changes
+    assert Rollout.objects.get(pk=rollout.pk).reason == ""
+    assert update_row(Rollout, rollout.pk + 1000, {"reason": "x"}) == 0
+    with pytest.raises(TypeError):
+        update_row(Rollout, rollout.pk, {"id": 5})

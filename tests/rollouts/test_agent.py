@@ -8,7 +8,7 @@ from core.exceptions import ApplicationError
 from llm.models import ModelCall, ModelEndpoint
 from rollouts import services
 from rollouts.agent import rollout_execute
-from rollouts.models import Rollout, RolloutStatus, Step, StepKind
+from rollouts.models import Grade, Rollout, RolloutStatus, Step, StepKind
 from tests.fake_llm import Reply
 from workspace.models import OverlayEntry
 
@@ -340,7 +340,8 @@ def test_a_batch_is_read_once_for_its_rollouts_and_an_endpoint_edit_reaches_late
     with CaptureQueriesContext(connection) as queries:
         rollout_execute(rollout_id=second.pk)
     selects = [q["sql"] for q in queries.captured_queries if q["sql"].startswith("SELECT")]
-    assert not [sql for sql in selects if any(table in sql for table in ("rolloutbatch", "modelendpoint", "envtask", "authoring_world", "rollouts_rollout"))], selects
+    assert not [sql for sql in selects if any(table in sql for table in ("rolloutbatch", "modelendpoint", "envtask", "authoring_world", "rollouts_rollout", "criterion"))], selects
+    assert Grade.objects.filter(rollout=second).count() == 1  # its rubric has criteria: queued for grading
     assert queries.captured_queries[0]["sql"].startswith('UPDATE "rollouts_rollout"') and "RETURNING" in queries.captured_queries[0]["sql"]
     ModelEndpoint.objects.filter(pk=endpoint.pk).update(enabled=False)
     monkeypatch.setattr(agent, "BATCH_SECONDS", 0.0)  # the window has passed
@@ -348,3 +349,11 @@ def test_a_batch_is_read_once_for_its_rollouts_and_an_endpoint_edit_reaches_late
     states = dict(batch.rollouts.values_list("index", "status"))
     assert states == {0: RolloutStatus.COMPLETED, 1: RolloutStatus.COMPLETED, 2: RolloutStatus.FAILED}
     assert "disabled" in batch.rollouts.get(index=2).reason
+
+
+def test_a_completed_rollout_of_a_rubric_without_criteria_is_not_graded(team, world, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    bare = authoring_services.env_task_create(world=world, user=team.author, title="Bare", prompt="Price?", reference_answer="$12m")
+    fake_llm.responder = lambda request: Reply(content="$12m")
+    batch = start(bare, team, endpoint, django_capture_on_commit_callbacks, mode="no_tools")
+    rollout_execute(rollout_id=batch.rollouts.get().pk)
+    assert batch.rollouts.get().status == RolloutStatus.COMPLETED and not Grade.objects.exists()
