@@ -284,7 +284,12 @@ def _loop(rollout: Rollout, steps: list[Step]) -> str:
             output_tokens=result.output_tokens, cost=result.cost, latency_ms=result.latency_ms, finish_reason=result.finish_reason[:40],
         )
         if calls and not any(tool_writes(call["name"]) for call in calls):  # reads only: saved with their results
-            _save_steps(rollout, steps, [step, *(_tool_step(rollout, workspace, call) for call in calls)], log=result.log)
+            try:
+                results = [_tool_step(rollout, workspace, call) for call in calls]
+            except BaseException:  # (execute() turns errors into results: this is a shutdown or a bug) the call stays in the log
+                insert_row(result.log)
+                raise
+            _save_steps(rollout, steps, [step, *results], log=result.log)
             continue
         _save_steps(rollout, steps, [step], log=result.log)
         if not calls:

@@ -357,3 +357,19 @@ def test_a_completed_rollout_of_a_rubric_without_criteria_is_not_graded(team, wo
     batch = start(bare, team, endpoint, django_capture_on_commit_callbacks, mode="no_tools")
     rollout_execute(rollout_id=batch.rollouts.get().pk)
     assert batch.rollouts.get().status == RolloutStatus.COMPLETED and not Grade.objects.exists()
+
+
+def test_a_model_call_stays_in_the_log_when_its_read_is_interrupted(team, task, endpoint, fake_llm, monkeypatch, django_capture_on_commit_callbacks):
+    from rollouts import agent
+
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    fake_llm.script(Reply(content=None, tool_calls=[{"name": "list_files", "arguments": {}}]))
+
+    def interrupted(**kwargs):
+        raise KeyboardInterrupt  # a shutdown in the middle of the read (execute() turns errors into results)
+
+    monkeypatch.setattr(agent, "execute", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        rollout_execute(rollout_id=batch.rollouts.get().pk)
+    assert ModelCall.objects.filter(purpose="rollout", outcome="ok").count() == 1
+    assert not Step.objects.exists()  # asked again on resume: the read changed nothing
