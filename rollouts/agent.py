@@ -29,7 +29,7 @@ from llm.client import chat
 from llm.errors import ModelError
 from llm.models import CallPurpose, ModelCall
 from rollouts.models import BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepKind
-from workspace.models import OverlayPurpose
+from workspace.models import OverlayEntry, OverlayPurpose
 from workspace.services import overlay_create
 from workspace.tools import Workspace, execute, tool_specs, tool_writes
 
@@ -244,11 +244,31 @@ def _tool_step(rollout: Rollout, workspace: Workspace, call: dict) -> Step:
     )
 
 
-def _run_tools(rollout: Rollout, workspace: Workspace, calls: list[dict], steps: list[Step], done_ids: set[str]) -> None:
-    """Run the calls not in `done_ids`, saving each result as soon as it exists."""
+INTERRUPTED_WRITE = (
+    "The worker running this rollout stopped after this change was made and before its result was kept. "
+    "The change is in your workspace; it was not made a second time."
+)
+
+
+def _run_tools(rollout: Rollout, workspace: Workspace, calls: list[dict], steps: list[Step], done_ids: set[str], *, resumed: bool = False) -> None:
+    """Run the calls not in `done_ids`, saving each result as soon as it exists. On resume,
+    the first of them may have run when the worker died: a write whose change is in the
+    overlay (changed since the last saved step) is not made again."""
     for call in calls:
-        if call["id"] not in done_ids:
-            _save_steps(rollout, steps, [_tool_step(rollout, workspace, call)])
+        if call["id"] in done_ids:
+            continue
+        if resumed and tool_writes(call["name"]) and _overlay_changed_since(rollout, steps[-1].created_at):
+            step = Step(rollout=rollout, kind=StepKind.TOOL, tool_call_id=call["id"], tool_name=call["name"][:100],
+                        arguments=call.get("arguments") if call.get("arguments") is not None else {"raw": call.get("raw_arguments", "")},
+                        text=INTERRUPTED_WRITE)
+        else:
+            step = _tool_step(rollout, workspace, call)
+        resumed = False  # the calls run one after another: only the first pending one can have been running
+        _save_steps(rollout, steps, [step])
+
+
+def _overlay_changed_since(rollout: Rollout, since) -> bool:
+    return OverlayEntry.objects.filter(overlay_id=rollout.overlay_id, updated_at__gte=since).exists()
 
 
 def _loop(rollout: Rollout, steps: list[Step]) -> str:
@@ -263,7 +283,7 @@ def _loop(rollout: Rollout, steps: list[Step]) -> str:
     if (steps and steps[-1].kind == StepKind.MODEL and steps[-1].tool_calls) or (steps and steps[-1].kind == StepKind.TOOL):
         last_model = next(s for s in reversed(steps) if s.kind == StepKind.MODEL)
         done = {s.tool_call_id for s in steps if s.kind == StepKind.TOOL and s.index > last_model.index}
-        _run_tools(rollout, workspace, last_model.tool_calls, steps, done)
+        _run_tools(rollout, workspace, last_model.tool_calls, steps, done, resumed=True)
     elif steps and steps[-1].kind == StepKind.MODEL and not steps[-1].tool_calls:
         return steps[-1].text  # the final answer was saved before the worker died
     pulse = _Pulse(rollout)

@@ -7,7 +7,7 @@ from authoring import services as authoring_services
 from core.exceptions import ApplicationError
 from llm.models import ModelCall, ModelEndpoint
 from rollouts import services
-from rollouts.agent import rollout_execute
+from rollouts.agent import INTERRUPTED_WRITE, rollout_execute
 from rollouts.models import Grade, Rollout, RolloutStatus, Step, StepKind
 from tests.fake_llm import Reply
 from workspace.models import OverlayEntry
@@ -373,3 +373,23 @@ def test_a_model_call_stays_in_the_log_when_its_read_is_interrupted(team, task, 
         rollout_execute(rollout_id=batch.rollouts.get().pk)
     assert ModelCall.objects.filter(purpose="rollout", outcome="ok").count() == 1
     assert not Step.objects.exists()  # asked again on resume: the read changed nothing
+
+
+@pytest.mark.parametrize("written", [True, False])
+def test_a_resumed_write_is_not_made_twice(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks, written):
+    from workspace.services import overlay_entry_upsert
+
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout = batch.rollouts.get()
+    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now())
+    Step.objects.create(rollout=rollout, index=0, kind=StepKind.MODEL, tool_calls=[
+        {"id": "w", "name": "write_file", "arguments": {"path": "Out/memo.md", "content": "Second try."}, "raw_arguments": ""},
+    ])
+    if written:  # the first delivery made the write, then died before saving its result
+        overlay_entry_upsert(overlay=rollout.overlay, path="Out/memo.md", kind="file", format="md", content="First try.", metadata={})
+    fake_llm.script(Reply(content="Done."))
+    rollout_execute(rollout_id=rollout.pk)
+    result = rollout.steps.get(index=1)
+    assert result.tool_call_id == "w" and (INTERRUPTED_WRITE in result.text) is written
+    assert OverlayEntry.objects.get(overlay=rollout.overlay, path="Out/memo.md").content == ("First try." if written else "Second try.")
+    assert batch.rollouts.get().status == RolloutStatus.COMPLETED
