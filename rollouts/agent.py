@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 
@@ -31,7 +32,8 @@ from llm.models import CallPurpose, ModelCall
 from rollouts.models import BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepKind
 from workspace.models import OverlayEntry, OverlayPurpose
 from workspace.services import overlay_create
-from workspace.tools import Workspace, execute, tool_specs, tool_writes
+from workspace.tools import Item, Workspace, execute, tool_specs, tool_writes
+from workspace.tools.world import world_items_of
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
@@ -106,6 +108,18 @@ def _claim(rollout_id: int, now) -> Rollout | None:
 
 BATCH_SECONDS = 5.0
 _batches: dict[int, tuple[float, RolloutBatch]] = {}
+_worlds: dict[int, tuple[float, dict[str, Item]]] = {}
+
+
+def _recent[K, V](store: dict[K, tuple[float, V]], key: K, load: Callable[[], V]) -> V:
+    """store[key], loaded again once it is older than BATCH_SECONDS. (Two threads may both
+    load it; either copy is right.)"""
+    kept = store.get(key)
+    if kept is None or time.monotonic() - kept[0] > BATCH_SECONDS:
+        if len(store) > 256:
+            store.clear()
+        kept = store[key] = (time.monotonic(), load())
+    return kept[1]
 
 
 def batch_context(batch_id: int) -> RolloutBatch:
@@ -116,15 +130,18 @@ def batch_context(batch_id: int) -> RolloutBatch:
     its running rollouts keep the endpoint they started with. Shared by the worker's
     threads: read it, never change it. `rubric_has_criteria`: whether its rubric version
     (frozen when the batch started, so for good) has criteria to grade against."""
-    cached = _batches.get(batch_id)
-    if cached is None or time.monotonic() - cached[0] > BATCH_SECONDS:
-        if len(_batches) > 256:
-            _batches.clear()
-        batches = RolloutBatch.objects.select_related("endpoint", "env_task__world").annotate(
-            rubric_has_criteria=Exists(Criterion.objects.filter(rubric_version_id=OuterRef("rubric_version_id")))
-        )
-        cached = _batches[batch_id] = (time.monotonic(), batches.get(pk=batch_id))
-    return cached[1]
+    batches = RolloutBatch.objects.select_related("endpoint", "env_task__world").annotate(
+        rubric_has_criteria=Exists(Criterion.objects.filter(rubric_version_id=OuterRef("rubric_version_id")))
+    )
+    return _recent(_batches, batch_id, lambda: batches.get(pk=batch_id))
+
+
+def world_items(world_id: int) -> dict[str, Item]:
+    """The world's own documents as the tools read them, loaded at most once every
+    BATCH_SECONDS per process. A rollout reads the world as it was when it started (its
+    workspace keeps what it loaded); an edit to the world reaches the rollouts that start
+    BATCH_SECONDS after it at the latest. Immutable, shared by the worker's threads."""
+    return _recent(_worlds, world_id, lambda: world_items_of(world_id))
 
 
 def _totals(steps: list[Step]) -> dict:
@@ -277,7 +294,8 @@ def _loop(rollout: Rollout, steps: list[Step]) -> str:
         raise _Stop(RolloutStatus.FAILED, "The model endpoint of this batch was deleted.")
     deadline = rollout.started_at + timedelta(seconds=batch.time_limit_seconds)
     with_tools = batch.mode == BatchMode.TOOLS
-    workspace = Workspace(batch.env_task.world, _overlay(rollout)) if with_tools else None
+    world = batch.env_task.world
+    workspace = Workspace(world, _overlay(rollout), world_items=world_items(world.pk)) if with_tools else None
     tools = tool_specs(writable=True) if with_tools else None
     # Resume: tool calls of the last model step that have no saved result yet.
     if (steps and steps[-1].kind == StepKind.MODEL and steps[-1].tool_calls) or (steps and steps[-1].kind == StepKind.TOOL):

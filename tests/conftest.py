@@ -26,13 +26,15 @@ def _fast_password_hashing(settings):
 
 @pytest.fixture(autouse=True)
 def _fresh_batch_context():
-    # A test's rolled-back rows free their ids for the next test (SQLite): a batch a worker
-    # thread read in one test must not stand in for another test's batch of the same id.
+    # A test's rolled-back rows free their ids for the next test (SQLite): a batch or world a
+    # worker thread read in one test must not stand in for another test's of the same id.
     from rollouts import agent
 
     agent._batches.clear()
+    agent._worlds.clear()
     yield
     agent._batches.clear()
+    agent._worlds.clear()
 
 
 @pytest.fixture

@@ -393,3 +393,27 @@ def test_a_resumed_write_is_not_made_twice(team, task, endpoint, fake_llm, djang
     assert result.tool_call_id == "w" and (INTERRUPTED_WRITE in result.text) is written
     assert OverlayEntry.objects.get(overlay=rollout.overlay, path="Out/memo.md").content == ("First try." if written else "Second try.")
     assert batch.rollouts.get().status == RolloutStatus.COMPLETED
+
+
+def test_the_world_is_read_once_for_a_batchs_rollouts_and_an_edit_reaches_later_ones(team, task, endpoint, fake_llm, monkeypatch, django_capture_on_commit_callbacks):
+    from rollouts import agent
+
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks, n=3)
+    first, second, third = batch.rollouts.order_by("index")
+
+    def respond(request):
+        if request.body["messages"][-1]["role"] == "tool":
+            return Reply(content="Read it.")
+        return Reply(content=None, tool_calls=[{"name": "read_file", "arguments": {"path": "Deal/Doc 1.md"}}])
+
+    fake_llm.responder = respond
+    rollout_execute(rollout_id=first.pk)
+    with CaptureQueriesContext(connection) as queries:
+        rollout_execute(rollout_id=second.pk)
+    assert not [q["sql"] for q in queries.captured_queries if "authoring_document" in q["sql"]]
+    doc = task.world.documents.get(path="Deal/Doc 1.md")
+    authoring_services.document_update(document=doc, user=team.author, base_revision=doc.revision, content="The purchase price is $15m.")
+    monkeypatch.setattr(agent, "BATCH_SECONDS", 0.0)  # the window has passed
+    rollout_execute(rollout_id=third.pk)
+    read = {s.rollout.index: s.text for s in Step.objects.filter(kind=StepKind.TOOL).select_related("rollout")}
+    assert "$12m" in read[0] and "$12m" in read[1] and "$15m" in read[2]

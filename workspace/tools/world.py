@@ -134,15 +134,27 @@ def channel_key(channel: str) -> str:
     return " ".join(channel.split()).lstrip("#").lower()
 
 
+def world_items_of(world_id: int) -> dict[str, Item]:
+    """The world's own items (path → item), in the data room's order: one query."""
+    world_items: dict[str, Item] = {}
+    rows = Document.objects.filter(world_id=world_id).order_by("position", "id")
+    for path, kind, fmt, content, metadata in rows.values_list("path", "kind", "format", "content", "metadata"):
+        world_items[path] = Item(path, kind, fmt, content, metadata if isinstance(metadata, dict) else {})
+    return world_items
+
+
 class Workspace:
     """The world's documents merged with the overlay's entries: an upsert shadows or adds,
     a delete hides. With no overlay the workspace is read-only."""
 
-    def __init__(self, world: World, overlay: Overlay | None = None) -> None:
+    def __init__(self, world: World, overlay: Overlay | None = None, *, world_items: dict[str, Item] | None = None) -> None:
+        """`world_items`: the world's own items as world_items_of() reads them, if the caller
+        keeps them (they are immutable and shared, never changed here)."""
         if overlay is not None and overlay.world_id != world.pk:
             raise ValueError("The overlay belongs to another world.")
         self.world = world
         self.overlay = overlay
+        self._world_items = world_items
 
     @property
     def writable(self) -> bool:
@@ -153,10 +165,7 @@ class Workspace:
     @cached_property
     def _state(self) -> tuple[dict[str, Item], set[str], dict[str, Item]]:
         """(path → item, the paths the overlay deleted, path → the world's original item)."""
-        world_items: dict[str, Item] = {}
-        rows = Document.objects.filter(world_id=self.world.pk).order_by("position", "id")
-        for path, kind, fmt, content, metadata in rows.values_list("path", "kind", "format", "content", "metadata"):
-            world_items[path] = Item(path, kind, fmt, content, metadata if isinstance(metadata, dict) else {})
+        world_items = self._world_items if self._world_items is not None else world_items_of(self.world.pk)
         items = dict(world_items)
         deleted: set[str] = set()
         if self.overlay is not None:
