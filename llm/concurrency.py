@@ -90,7 +90,7 @@ class _Kept:
 
     def __init__(self, key: str) -> None:
         self.key, self.wake, self.cap = key, f"{key}:released", 1
-        self.changed = threading.Condition()
+        self.changed = threading.Condition(threading.Lock())  # (never re-entered: a plain lock is cheaper than the default RLock)
         self.free: list[tuple[str, float]] = []
         self.in_use = 0
         self.reaper: threading.Timer | None = None
