@@ -37,6 +37,7 @@ to measure what more processes buy; the issue's targets are for one.
 
 import argparse
 import contextlib
+import importlib.util
 import json
 import math
 import os
@@ -251,14 +252,19 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10, help="model calls per rollout: steps − 1 tool calls, then the answer")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--threads", type=int, default=64, help="each worker's thread pool (C)")
-    parser.add_argument("--pool", choices=["threads", "gevent"], default="threads", help="the worker's pool")
+    parser.add_argument("--pool", choices=["threads", "gevent"], default="threads", help="the worker's pool (gevent: pip install gevent first; it is not a dependency)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes (the targets are for one)")
     parser.add_argument("--debug", action="store_true", help="run with DEBUG on (every query is logged: ~40%% more CPU per query)")
     parser.add_argument("--no-web", action="store_true", help="do not start the web server")
     parser.add_argument("--keep-logs", action="store_true", help="keep the worker's and the web server's logs (printed: where)")
-    parser.add_argument("--profile", metavar="FILE", help="sample the worker with py-spy (if installed) while the batches run: collapsed stacks of the thread holding the GIL, into FILE")
+    parser.add_argument("--profile", metavar="FILE", help="sample the worker with py-spy (pip install py-spy first; it is not a dependency) while the batches run: collapsed stacks of the thread holding the GIL, into FILE")
     parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.py_spy = shutil.which("py-spy", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    if args.profile and args.py_spy is None:
+        sys.exit("--profile needs py-spy: .venv/bin/pip install py-spy (it is not a dependency).")
+    if args.pool == "gevent" and importlib.util.find_spec("gevent") is None:
+        sys.exit("--pool gevent needs gevent: .venv/bin/pip install gevent (it is not a dependency).")
     if args.serve_model:
         return serve_model(args.steps, args.latency)
 
@@ -372,7 +378,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         profiler = None
         if args.profile:  # nonblocking: sampling does not pause the worker (a stack may be torn now and then)
             profiler = subprocess.Popen(
-                ["py-spy", "record", "--pid", str(workers[0].pid), "--gil", "--nonblocking", "-r", "200", "-f", "raw", "-o", args.profile],
+                [args.py_spy, "record", "--pid", str(workers[0].pid), "--gil", "--nonblocking", "-r", "200", "-f", "raw", "-o", args.profile],
                 stdout=subprocess.DEVNULL, stderr=(var_dir / "py-spy.log").open("w"),
             )
         batches = []
