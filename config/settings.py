@@ -119,7 +119,9 @@ TEMPLATES = [
 
 # --- Database -------------------------------------------------------------------------
 DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+# A kept connection is checked (SELECT 1) before its first use in each request or task, so one
+# the database dropped meanwhile (a restart, a failover, an idle timeout) is replaced, not failed on.
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file (not :memory:) so a Celery worker started by the tests shares it.

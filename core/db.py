@@ -103,7 +103,8 @@ def columns(model: type[models.Model], using: str = "default") -> str:
 @functools.lru_cache(maxsize=32)
 def _converters(model: type[models.Model], alias: str) -> tuple[tuple[str, ...], tuple]:
     """(attnames, per column: (its Col, the backend's and the field's converters)), as
-    SQLCompiler.apply_converters uses them."""
+    SQLCompiler.apply_converters uses them. Kept per alias: they are called with the calling
+    thread's connection (the backend's read only the alias's settings from their own)."""
     connection = connections[alias]
     fields = model._meta.concrete_fields
     converters = []

@@ -114,11 +114,13 @@ _worlds: dict[int, tuple[float, dict[str, Item]]] = {}
 def _recent[K, V](store: dict[K, tuple[float, V]], key: K, load: Callable[[], V]) -> V:
     """store[key], loaded again once it is older than BATCH_SECONDS. (Two threads may both
     load it; either copy is right.)"""
+    now = time.monotonic()
     kept = store.get(key)
-    if kept is None or time.monotonic() - kept[0] > BATCH_SECONDS:
-        if len(store) > 256:
-            store.clear()
-        kept = store[key] = (time.monotonic(), load())
+    if kept is None or now - kept[0] > BATCH_SECONDS:
+        for old, (since, _) in list(store.items()):  # (a world's documents are not kept past their use)
+            if now - since > BATCH_SECONDS:
+                store.pop(old, None)
+        kept = store[key] = (now, load())
     return kept[1]
 
 
@@ -325,7 +327,8 @@ def _loop(rollout: Rollout, steps: list[Step]) -> str:
             try:
                 results = [_tool_step(rollout, workspace, call) for call in calls]
             except BaseException:  # (execute() turns errors into results: this is a shutdown or a bug) the call stays in the log
-                insert_row(result.log)
+                with contextlib.suppress(Exception):  # (never in place of the interruption itself)
+                    insert_row(result.log)
                 raise
             _save_steps(rollout, steps, [step, *results], log=result.log)
             continue

@@ -49,3 +49,22 @@ def test_a_broken_or_old_connection_is_replaced_before_the_next_task(fixup):
     connection.close_at = 0  # older than CONN_MAX_AGE
     run_a_task(fixup)
     assert connection.connection is not second
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_the_database_dropped_between_tasks_is_replaced_not_failed_on(fixup):
+    if connection.vendor != "postgresql":
+        pytest.skip("needs a database server that can drop a connection")
+    assert connection.settings_dict["CONN_HEALTH_CHECKS"]  # settings.py turns the check on
+    run_a_task(fixup)
+    first = connection.connection
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    import psycopg
+
+    params = connection.get_connection_params()
+    with psycopg.connect(**{k: v for k, v in params.items() if k != "cursor_factory"}, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", [pid])  # a restart, a failover, an idle timeout
+    run_a_task(fixup)  # its queries run on a new connection
+    assert connection.connection is not first
