@@ -153,7 +153,9 @@ else:
     if CELERY_VISIBILITY_TIMEOUT < 10 * 60:
         # kombu only sweeps for expired unacked messages every ~100 s (10 s × every 10th
         # tick); with a short timeout, sweep every second so redelivery follows it.
-        CELERY_BROKER_TRANSPORT_OPTIONS |= {"unacked_restore_interval": 1, "unacked_restore_throttle": 1}
+        # A worker killed while it held kombu's restore mutex (its scan runs every second here)
+        # would block every restore for the mutex's default 300 s; the scan takes milliseconds.
+        CELERY_BROKER_TRANSPORT_OPTIONS |= {"unacked_restore_interval": 1, "unacked_restore_throttle": 1, "unacked_mutex_expire": 5}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
