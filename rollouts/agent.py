@@ -12,6 +12,7 @@ A step with a write is saved before the write runs.
 """
 
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -20,7 +21,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, connections, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
@@ -89,21 +90,27 @@ def _claim(rollout_id: int, now) -> Rollout | None:
     if another delivery holds it or it is finished. A queued rollout is claimed; a running
     one only when its heartbeat is stale and it has attempts left and no stop request."""
     ops = connection.ops
-    table, quote = ops.quote_name(Rollout._meta.db_table), ops.quote_name
-    status, attempts, heartbeat, started, stop = (quote(Rollout._meta.get_field(name).column) for name in ("status", "attempts", "heartbeat_at", "started_at", "stop_requested"))
-    sql = (
-        f"UPDATE {table} SET {status} = %s, {attempts} = {attempts} + 1, {heartbeat} = %s, {started} = COALESCE({started}, %s) "  # noqa: S608 (names from the model, quoted)
-        f"WHERE {quote(Rollout._meta.pk.column)} = %s AND ({status} = %s OR ({status} = %s AND {attempts} < %s AND NOT {stop} "
-        f"AND ({heartbeat} IS NULL OR {heartbeat} < %s))) RETURNING {columns(Rollout)}"
-    )
     stale_before = now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS)
     at, before = ops.adapt_datetimefield_value(now), ops.adapt_datetimefield_value(stale_before)
-    found = fetch_instances(Rollout, sql, [RolloutStatus.RUNNING, at, at, rollout_id, RolloutStatus.QUEUED, RolloutStatus.RUNNING, MAX_ATTEMPTS, before])
+    params = [RolloutStatus.RUNNING, at, at, rollout_id, RolloutStatus.QUEUED, RolloutStatus.RUNNING, MAX_ATTEMPTS, before]
+    found = fetch_instances(Rollout, _claim_sql(connection.alias), params)
     if not found:
         return None
     rollout = found[0]
     rollout.batch = batch_context(rollout.batch_id)
     return rollout
+
+
+@functools.cache
+def _claim_sql(alias: str) -> str:
+    quote = connections[alias].ops.quote_name
+    table = quote(Rollout._meta.db_table)
+    status, attempts, heartbeat, started, stop = (quote(Rollout._meta.get_field(name).column) for name in ("status", "attempts", "heartbeat_at", "started_at", "stop_requested"))
+    return (
+        f"UPDATE {table} SET {status} = %s, {attempts} = {attempts} + 1, {heartbeat} = %s, {started} = COALESCE({started}, %s) "  # noqa: S608 (names from the model, quoted)
+        f"WHERE {quote(Rollout._meta.pk.column)} = %s AND ({status} = %s OR ({status} = %s AND {attempts} < %s AND NOT {stop} "
+        f"AND ({heartbeat} IS NULL OR {heartbeat} < %s))) RETURNING {columns(Rollout, alias)}"
+    )
 
 
 BATCH_SECONDS = 5.0
@@ -256,10 +263,15 @@ def _tool_step(rollout: Rollout, workspace: Workspace, call: dict) -> Step:
     started = time.monotonic()
     parsed, raw = call.get("arguments"), call.get("raw_arguments", "")  # parsed is None when the model's JSON was not an object
     result = execute(workspace=workspace, name=call["name"], arguments=parsed if parsed is not None else raw)
+    return _result_step(rollout, call, result.text, is_error=result.is_error, latency_ms=int((time.monotonic() - started) * 1000))
+
+
+def _result_step(rollout: Rollout, call: dict, text: str, *, is_error: bool = False, latency_ms: int = 0) -> Step:
+    parsed = call.get("arguments")
     return Step(
         rollout=rollout, kind=StepKind.TOOL, tool_call_id=call["id"], tool_name=call["name"][:100],
-        arguments=parsed if parsed is not None else {"raw": raw}, text=result.text, is_error=result.is_error,
-        latency_ms=int((time.monotonic() - started) * 1000),
+        arguments=parsed if parsed is not None else {"raw": call.get("raw_arguments", "")}, text=text, is_error=is_error,
+        latency_ms=latency_ms,
     )
 
 
@@ -277,9 +289,7 @@ def _run_tools(rollout: Rollout, workspace: Workspace, calls: list[dict], steps:
         if call["id"] in done_ids:
             continue
         if resumed and tool_writes(call["name"]) and _overlay_changed_since(rollout, steps[-1].created_at):
-            step = Step(rollout=rollout, kind=StepKind.TOOL, tool_call_id=call["id"], tool_name=call["name"][:100],
-                        arguments=call.get("arguments") if call.get("arguments") is not None else {"raw": call.get("raw_arguments", "")},
-                        text=INTERRUPTED_WRITE)
+            step = _result_step(rollout, call, INTERRUPTED_WRITE)
         else:
             step = _tool_step(rollout, workspace, call)
         resumed = False  # the calls run one after another: only the first pending one can have been running
