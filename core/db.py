@@ -21,7 +21,8 @@ the ORM compiles an UPDATE anew each time, which cost a busy worker more than th
 `fetch_instances(model, sql, params)` runs a statement of your own that returns whole rows
 of `model` (`columns(model)`, in that order: an `UPDATE … RETURNING`, say, which the ORM
 does not offer) and gives back instances, with the values converted as the ORM converts
-them.
+them. `fetch_sets([(model, sql, params), …])` runs several such statements, in order, in
+one round trip on PostgreSQL.
 """
 
 import functools
@@ -67,23 +68,27 @@ def insert_row[M: models.Model](obj: M, *, using: str = "default") -> M:
     return obj
 
 
+def _one_query_string(connection) -> bool:
+    """Whether several statements can go to the database as one query string, in one round
+    trip: PostgreSQL with client-side binding (Django's default with psycopg), which runs
+    such a string as one transaction, or as part of the open one."""
+    return (
+        connection.vendor == "postgresql" and connection.features.can_return_columns_from_insert
+        and not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
+    )
+
+
 def insert_rows(objs: Sequence[models.Model], *, using: str = "default") -> None:
     """INSERT every object of `objs` (as insert_row does), in that order, all or none."""
     if not objs:
         return
     connection = connections[using]
-    joined = (
-        connection.vendor == "postgresql" and connection.features.can_return_columns_from_insert
-        and not connection.settings_dict.get("OPTIONS", {}).get("server_side_binding")
-    )
-    if not joined:
+    if not _one_query_string(connection):
         # One after another (SQLite is in the process: there is no round trip to save).
         with transaction.atomic(using):
             for obj in objs:
                 insert_row(obj, using=using)
         return
-    # Client-side binding (Django's default with psycopg) sends the statements as one query
-    # string; PostgreSQL runs such a string as one transaction, or as part of the open one.
     statements = [_statement(type(obj), using) for obj in objs]
     params = [value for obj, (_, fields, _) in zip(objs, statements, strict=True) for value in _params(obj, fields, connection)]
     with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
@@ -116,19 +121,39 @@ def _converters(model: type[models.Model], alias: str) -> tuple[tuple[str, ...],
 
 def fetch_instances[M: models.Model](model: type[M], sql: str, params: Sequence, *, using: str = "default") -> list[M]:
     """Instances of `model` from a statement returning its rows' `columns(model)`."""
+    return fetch_sets([(model, sql, params)], using=using)[0]
+
+
+def fetch_sets(queries: Sequence[tuple[type[models.Model], str, Sequence]], *, using: str = "default") -> list[list]:
+    """fetch_instances() for each (model, sql, params), run in that order: on PostgreSQL as
+    one query string (one round trip, one transaction: a later statement sees what an
+    earlier one changed), elsewhere one after another (SQLite is in the process)."""
     connection = connections[using]
-    attnames, converters = _converters(model, using)
-    with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
     found = []
+    with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
+        if len(queries) > 1 and _one_query_string(connection):
+            cursor.execute("; ".join(sql for _, sql, _ in queries), [value for _, _, params in queries for value in params])
+            for i in range(len(queries)):
+                if i:
+                    cursor.nextset()
+                found.append(cursor.fetchall())
+        else:
+            for _, sql, params in queries:
+                cursor.execute(sql, params)
+                found.append(cursor.fetchall())
+    return [_instances(model, rows, connection, using) for (model, _, _), rows in zip(queries, found, strict=True)]
+
+
+def _instances(model: type[models.Model], rows: list, connection, using: str) -> list:
+    attnames, converters = _converters(model, using)
+    instances = []
     for row in rows:
         values = list(row)
         for i, (column, functions) in enumerate(converters):
             for function in functions:
                 values[i] = function(values[i], column, connection)
-        found.append(model.from_db(using, attnames, values))
-    return found
+        instances.append(model.from_db(using, attnames, values))
+    return instances
 
 
 @functools.lru_cache(maxsize=64)

@@ -26,12 +26,12 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from authoring.models import Criterion
-from core.db import columns, fetch_instances, insert_row, insert_rows, update_row
+from core.db import columns, fetch_sets, insert_row, insert_rows, update_row
 from llm.client import chat
 from llm.errors import ModelError
 from llm.models import CallPurpose, ModelCall
 from rollouts.models import BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepKind
-from workspace.models import OverlayEntry, OverlayPurpose
+from workspace.models import Overlay, OverlayEntry, OverlayPurpose
 from workspace.services import overlay_create
 from workspace.tools import Item, Workspace, execute, tool_specs, tool_writes
 from workspace.tools.world import world_items_of
@@ -53,8 +53,8 @@ def rollout_execute(*, rollout_id: int) -> None:
     heartbeat is stale (its worker died) — a duplicate message for a healthy running rollout
     does nothing, so two runs of one rollout never overlap."""
     now = timezone.now()
-    rollout = _claim(rollout_id, now)
-    if rollout is None:
+    claimed = _claim(rollout_id, now)
+    if claimed is None:
         stale = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS))
         orphans = Rollout.objects.filter(stale, pk=rollout_id, status=RolloutStatus.RUNNING)
         # Its worker died after its batch was cancelled: nothing to resume.
@@ -63,11 +63,12 @@ def rollout_execute(*, rollout_id: int) -> None:
             status=RolloutStatus.FAILED, reason="The worker running this rollout was interrupted too many times.", finished_at=now
         )
         return
+    rollout, entries = claimed
     # Read once; from here on each saved step is appended (_save_steps), never read again.
     # A first delivery (its claim took it from QUEUED) has nothing saved yet.
     steps = list(rollout.steps.order_by("index")) if rollout.attempts > 1 else []
     try:
-        final = _loop(rollout, steps)
+        final = _loop(rollout, steps, entries)
     except _Stop as stop:
         if stop.status != RolloutStatus.RUNNING:  # RUNNING: another delivery carries on
             _finish(rollout, steps, stop.status, stop.reason)
@@ -85,31 +86,44 @@ def rollout_execute(*, rollout_id: int) -> None:
         rollout_graded(rollout=rollout, has_criteria=rollout.batch.rubric_has_criteria)  # queued on the grading queue
 
 
-def _claim(rollout_id: int, now) -> Rollout | None:
-    """The rollout, claimed and read in one statement, with its batch (batch_context); None
-    if another delivery holds it or it is finished. A queued rollout is claimed; a running
-    one only when its heartbeat is stale and it has attempts left and no stop request."""
+def _claim(rollout_id: int, now) -> tuple[Rollout, list[OverlayEntry]] | None:
+    """The rollout, claimed, with its batch (batch_context), its overlay and the overlay's
+    entries (in id order), read in the claim's round trip; None if another delivery holds it
+    or it is finished. A queued rollout is claimed; a running one only when its heartbeat is
+    stale and it has attempts left and no stop request."""
     ops = connection.ops
     stale_before = now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS)
     at, before = ops.adapt_datetimefield_value(now), ops.adapt_datetimefield_value(stale_before)
+    claim, overlay, entries = _claim_sql(connection.alias)
     params = [RolloutStatus.RUNNING, at, at, rollout_id, RolloutStatus.QUEUED, RolloutStatus.RUNNING, MAX_ATTEMPTS, before]
-    found = fetch_instances(Rollout, _claim_sql(connection.alias), params)
+    found, overlays, entries = fetch_sets([(Rollout, claim, params), (Overlay, overlay, [rollout_id]), (OverlayEntry, entries, [rollout_id])])
     if not found:
         return None
     rollout = found[0]
     rollout.batch = batch_context(rollout.batch_id)
-    return rollout
+    if overlays:  # (None for a rollout of a batch started before rollouts had their own: _overlay makes it)
+        rollout.overlay = overlays[0]
+    return rollout, entries
 
 
 @functools.cache
-def _claim_sql(alias: str) -> str:
+def _claim_sql(alias: str) -> tuple[str, str, str]:
+    """The claim (UPDATE … RETURNING the rollout), then its overlay and the overlay's entries."""
     quote = connections[alias].ops.quote_name
     table = quote(Rollout._meta.db_table)
-    status, attempts, heartbeat, started, stop = (quote(Rollout._meta.get_field(name).column) for name in ("status", "attempts", "heartbeat_at", "started_at", "stop_requested"))
-    return (
+    status, attempts, heartbeat, started, stop, overlay = (quote(Rollout._meta.get_field(name).column) for name in ("status", "attempts", "heartbeat_at", "started_at", "stop_requested", "overlay"))
+    pk = quote(Rollout._meta.pk.column)
+    claim = (
         f"UPDATE {table} SET {status} = %s, {attempts} = {attempts} + 1, {heartbeat} = %s, {started} = COALESCE({started}, %s) "  # noqa: S608 (names from the model, quoted)
-        f"WHERE {quote(Rollout._meta.pk.column)} = %s AND ({status} = %s OR ({status} = %s AND {attempts} < %s AND NOT {stop} "
+        f"WHERE {pk} = %s AND ({status} = %s OR ({status} = %s AND {attempts} < %s AND NOT {stop} "
         f"AND ({heartbeat} IS NULL OR {heartbeat} < %s))) RETURNING {columns(Rollout, alias)}"
+    )
+    its_overlay = f"(SELECT {overlay} FROM {table} WHERE {pk} = %s)"  # noqa: S608
+    entry_overlay, entry_id = (quote(OverlayEntry._meta.get_field(name).column) for name in ("overlay", "id"))
+    return (
+        claim,
+        f"SELECT {columns(Overlay, alias)} FROM {quote(Overlay._meta.db_table)} WHERE {quote(Overlay._meta.pk.column)} = {its_overlay}",  # noqa: S608
+        f"SELECT {columns(OverlayEntry, alias)} FROM {quote(OverlayEntry._meta.db_table)} WHERE {entry_overlay} = {its_overlay} ORDER BY {entry_id}",  # noqa: S608
     )
 
 
@@ -300,14 +314,19 @@ def _overlay_changed_since(rollout: Rollout, since) -> bool:
     return OverlayEntry.objects.filter(overlay_id=rollout.overlay_id, updated_at__gte=since).exists()
 
 
-def _loop(rollout: Rollout, steps: list[Step]) -> str:
+def _loop(rollout: Rollout, steps: list[Step], entries: list[OverlayEntry]) -> str:
     batch = rollout.batch
     if batch.endpoint is None:
         raise _Stop(RolloutStatus.FAILED, "The model endpoint of this batch was deleted.")
     deadline = rollout.started_at + timedelta(seconds=batch.time_limit_seconds)
     with_tools = batch.mode == BatchMode.TOOLS
     world = batch.env_task.world
-    workspace = Workspace(world, _overlay(rollout), world_items=world_items(world.pk)) if with_tools else None
+    if with_tools:
+        overlay_id = rollout.overlay_id
+        overlay = _overlay(rollout)
+        workspace = Workspace(world, overlay, world_items=world_items(world.pk), entries=entries if overlay.pk == overlay_id else None)  # (None: the workspace reads them)
+    else:
+        workspace = None
     tools = tool_specs(writable=True) if with_tools else None
     # Resume: tool calls of the last model step that have no saved result yet.
     if (steps and steps[-1].kind == StepKind.MODEL and steps[-1].tool_calls) or (steps and steps[-1].kind == StepKind.TOOL):

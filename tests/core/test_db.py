@@ -82,6 +82,26 @@ def test_fetch_instances_reads_rows_of_an_update_as_the_orm_does(rollout):
     assert fetch_instances(Rollout, sql, [rollout.pk + 1000]) == []
 
 
+def test_fetch_sets_runs_statements_in_order_and_on_postgresql_in_one_round_trip(rollout):
+    from django.test.utils import CaptureQueriesContext
+
+    from core.db import columns, fetch_sets
+    from rollouts.models import Rollout, RolloutBatch
+
+    quote = connection.ops.quote_name
+    rollouts, batches = quote(Rollout._meta.db_table), quote(RolloutBatch._meta.db_table)
+    queries = [
+        (Rollout, f"UPDATE {rollouts} SET attempts = attempts + 5 WHERE id = %s RETURNING {columns(Rollout)}", [rollout.pk]),
+        (Rollout, f"SELECT {columns(Rollout)} FROM {rollouts} WHERE id = %s", [rollout.pk + 1000]),  # finds nothing
+        (RolloutBatch, f"SELECT {columns(RolloutBatch)} FROM {batches} WHERE id = (SELECT batch_id FROM {rollouts} WHERE id = %s AND attempts = %s)", [rollout.pk, 5]),
+    ]
+    with CaptureQueriesContext(connection) as captured:
+        updated, nothing, [batch] = fetch_sets(queries)
+    assert [r.attempts for r in updated] == [5] and nothing == []
+    assert batch == rollout.batch and batch.system_prompt == rollout.batch.system_prompt  # the last statement saw the first one's change
+    assert len(captured) == (1 if connection.vendor == "postgresql" else 3)
+
+
 def test_update_row_is_a_filtered_update_of_one_row(rollout):
     from django.utils import timezone
 

@@ -5,6 +5,7 @@ path or an oversized value all come back as an error result the model can act on
 Nothing here reads arguments or document text as instructions: a tool does only what
 its name says, over its own workspace."""
 
+import functools
 import json
 import logging
 
@@ -27,9 +28,13 @@ VALIDATORS = {name: jsonschema.Draft202012Validator(t.spec.parameters) for name,
 TYPE_NAMES = {"string": "text", "integer": "a whole number", "boolean": "true or false", "array": "a list", "object": "an object"}
 
 
+@functools.cache
 def tool_specs(*, writable: bool) -> list[dict]:
     """The tool definitions for llm.client.chat(tools=...): read tools always, write tools
-    only over a workspace with an overlay."""
+    only over a workspace with an overlay. One list per process for each answer, shared by
+    every caller (read it, never change it): llm.client encodes a list of tools once and
+    keeps the encoding as long as it sees that list again, so a new list per rollout would
+    be encoded again per rollout, and each copy kept."""
     return [t.spec.as_dict() for t in REGISTRY.values() if writable or not t.spec.writes]
 
 

@@ -8,6 +8,7 @@ services and are applied to the loaded state, so a later read needs no query.
 
 import datetime as dt
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -147,14 +148,20 @@ class Workspace:
     """The world's documents merged with the overlay's entries: an upsert shadows or adds,
     a delete hides. With no overlay the workspace is read-only."""
 
-    def __init__(self, world: World, overlay: Overlay | None = None, *, world_items: dict[str, Item] | None = None) -> None:
+    def __init__(
+        self, world: World, overlay: Overlay | None = None, *, world_items: dict[str, Item] | None = None,
+        entries: Sequence[OverlayEntry] | None = None,
+    ) -> None:
         """`world_items`: the world's own items as world_items_of() reads them, if the caller
-        keeps them (they are immutable and shared, never changed here)."""
+        keeps them (they are immutable and shared, never changed here). `entries`: the
+        overlay's entries in id order, if the caller has read them (the rollout's claim does,
+        in its own round trip); otherwise they are read on first use."""
         if overlay is not None and overlay.world_id != world.pk:
             raise ValueError("The overlay belongs to another world.")
         self.world = world
         self.overlay = overlay
         self._world_items = world_items
+        self._entries = entries
 
     @property
     def writable(self) -> bool:
@@ -169,8 +176,13 @@ class Workspace:
         items = dict(world_items)
         deleted: set[str] = set()
         if self.overlay is not None:
-            entries = OverlayEntry.objects.filter(overlay_id=self.overlay.pk).order_by("id")
-            for row in entries.values_list("path", "kind", "format", "action", "content", "metadata"):
+            if self._entries is not None:
+                rows = [(e.path, e.kind, e.format, e.action, e.content, e.metadata) for e in self._entries]
+                self._entries = None
+            else:
+                entries = OverlayEntry.objects.filter(overlay_id=self.overlay.pk).order_by("id")
+                rows = entries.values_list("path", "kind", "format", "action", "content", "metadata")
+            for row in rows:
                 self._apply(items, deleted, world_items, *row)
         return items, deleted, world_items
 
