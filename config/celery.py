@@ -1,7 +1,8 @@
 import os
+import sys
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import task_postrun, task_prerun, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -21,3 +22,13 @@ def _close_old_connections(task=None, **kwargs) -> None:
     from django.db import close_old_connections
 
     close_old_connections()
+
+
+@worker_init.connect
+def _switch_interval(**kwargs) -> None:
+    """How long a worker thread waits for the interpreter lock before it makes the running
+    thread hand it over (settings.WORKER_SWITCH_INTERVAL; pool processes forked later keep it)."""
+    from django.conf import settings
+
+    if settings.WORKER_SWITCH_INTERVAL > 0:
+        sys.setswitchinterval(settings.WORKER_SWITCH_INTERVAL)

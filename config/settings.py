@@ -177,6 +177,14 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # each, and ~1.5 ms of the worker's CPU). Out of reach here: config.celery closes a task's
 # connection the way Django's request cycle does, when it is broken or older than CONN_MAX_AGE.
 CELERY_DB_REUSE_MAX = 10**9
+# A worker's threads take turns holding the interpreter lock. A thread that has waited this
+# long (Python's default: 5 ms) makes the running one hand the lock over at once; with dozens
+# of rollout threads each back from a short wait, that forced hand-over (two context switches
+# and cold caches) kept happening. At 20 ms threads mostly hand over as they block on I/O,
+# which they do every millisecond or two; on the rollout benchmark a model call cost a
+# quarter less CPU in the worker (bench/rollouts.py, README "Measured"). Set by config.celery
+# in workers only; 0 keeps Python's default.
+WORKER_SWITCH_INTERVAL = float(os.environ.get("WORKER_SWITCH_INTERVAL") or 0.02)
 
 CACHE_URL = os.environ.get("CACHE_URL") or REDIS_URL
 if CACHE_URL:
