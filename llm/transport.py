@@ -12,10 +12,19 @@ verified against certifi's bundle, a connection the server closed while idle rep
 at once, a cap on the answer's size and a deadline for a server that trickles it. Redirects
 are never followed and no proxy is read from the environment: the API key goes to the
 configured host only.
+
+Over plain HTTP (a model server on the local network, the benchmark's) the waits are the
+kernel's (SO_RCVTIMEO, SO_SNDTIMEO on a blocking socket), not Python's socket timeout:
+with a timeout set, Python polls before every send and receive, and each poll lets go of
+the interpreter lock and waits for it again, behind every other busy thread of the worker;
+here a receive is one system call. Python's TLS layer retries a receive the kernel gave up
+on, so over HTTPS the waits stay Python's. Either way a limit is set again only when it
+changes (setting Python's is a system call that lets go of the lock too).
 """
 
 import socket
 import ssl
+import struct
 import threading
 import time
 from dataclasses import dataclass
@@ -70,18 +79,35 @@ class _Connection:
         self.host_header = host if port is None else f"{host}:{port}"
         self.sock: socket.socket | None = None
         self.protocol: h11.Connection | None = None
+        self.wait_limit = 0.0  # the limit on one send or receive now (0: none yet)
+        self.kernel_limits = False  # whether the kernel keeps it (plain HTTP) or Python (TLS)
 
     def open(self, deadline: float) -> None:
         timeout = min(self.connect_timeout, deadline - time.monotonic())
         sock = socket.create_connection((self.host.strip("[]"), self.port), timeout=timeout)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # the request goes in one send anyway
-        if self.scheme == "https":
-            try:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # the request goes in one send anyway
+            if self.scheme == "https":  # (the handshake within the connect timeout)
                 sock = _tls().wrap_socket(sock, server_hostname=self.host.strip("[]"))
-            except BaseException:
-                sock.close()
-                raise
-        self.sock, self.protocol = sock, h11.Connection(h11.CLIENT)
+            else:
+                sock.settimeout(None)  # blocking from here: the waits are the kernel's (limit())
+        except BaseException:
+            sock.close()
+            raise
+        self.sock, self.protocol, self.wait_limit = sock, h11.Connection(h11.CLIENT), 0.0
+        self.kernel_limits = self.scheme != "https"
+
+    def limit(self, seconds: float) -> None:
+        """Each send or receive from now on gives up after `seconds` without progress."""
+        if seconds == self.wait_limit:
+            return
+        if self.kernel_limits:
+            value = struct.pack("ll", *divmod(max(1, int(seconds * 1_000_000)), 1_000_000))  # a struct timeval; all zeros would mean no limit
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+        else:
+            self.sock.settimeout(seconds)
+        self.wait_limit = seconds
 
     def close(self) -> None:
         if self.sock is not None:
@@ -122,12 +148,12 @@ def post(url: str, body: bytes, headers: dict[str, str], *, connect_timeout: flo
     return _exchange(connection, path, body, headers, read_timeout, max_bytes, deadline)
 
 
-def _wait_limit(sock: socket.socket, read_timeout: float, deadline: float) -> None:
+def _wait_limit(connection: _Connection, read_timeout: float, deadline: float) -> None:
     """The next send or receive may wait read_timeout, but never past the deadline."""
     left = deadline - time.monotonic()
     if left <= 0:
         raise TransportError("deadline")
-    sock.settimeout(min(read_timeout, left))
+    connection.limit(read_timeout if left > read_timeout else left)
 
 
 def _exchange(connection: _Connection, path, body, headers, read_timeout, max_bytes, deadline) -> Response:
@@ -143,14 +169,14 @@ def _exchange(connection: _Connection, path, body, headers, read_timeout, max_by
         request = h11.Request(method="POST", target=path, headers=[
             ("host", connection.host_header), ("content-length", str(len(body))), ("accept-encoding", "identity"), *headers.items(),
         ])
-        _wait_limit(sock, read_timeout, deadline)
+        _wait_limit(connection, read_timeout, deadline)
         sock.sendall(protocol.send(request) + protocol.send(h11.Data(data=body)) + protocol.send(h11.EndOfMessage()))
         sent_at = time.monotonic()
         status, answer_headers, chunks, size = 0, {}, [], 0
         while True:
             event = protocol.next_event()
             if event is h11.NEED_DATA:
-                _wait_limit(sock, read_timeout, deadline)
+                _wait_limit(connection, read_timeout, deadline)
                 data = sock.recv(CHUNK)
                 if not data and not received:
                     raise _closed(sent_at)
@@ -178,7 +204,7 @@ def _exchange(connection: _Connection, path, body, headers, read_timeout, max_by
         if received:
             raise TransportError("connection", type(exc).__name__) from None
         raise _closed(sent_at, type(exc).__name__) from None
-    except TimeoutError:
+    except (TimeoutError, BlockingIOError, ssl.SSLWantReadError, ssl.SSLWantWriteError):  # the kernel's limit ran out (EAGAIN)
         connection.close()
         # Which limit ran out: the deadline (a trickling answer, or a slow connect on the retry) or read_timeout.
         raise TransportError("deadline" if time.monotonic() >= deadline - 0.01 and answered else "timeout") from None

@@ -270,3 +270,60 @@ def test_a_trickling_answer_is_cut_at_the_deadline_not_a_read_timeout_later(endp
     with pytest.raises(ModelError, match="did not finish answering within 1 s"):
         chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
     assert time.monotonic() - started < 1.2 + 0.25  # the deadline (a recv waiting for the next byte would end at 1.6 s)
+
+
+def _tls_server(ca, *, answer: bytes | None):
+    """An HTTPS server on localhost with a certificate from `ca`: reads one request and
+    writes `answer`, or (None) never answers."""
+    import socket
+    import ssl
+    import threading
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("localhost").configure_cert(context)
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve():
+        conn, _ = listener.accept()
+        with context.wrap_socket(conn, server_side=True) as tls:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += tls.recv(65536)
+            if answer is None:
+                stop.wait(10)
+            else:
+                tls.sendall(answer)
+        listener.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"https://localhost:{listener.getsockname()[1]}/v1", stop
+
+
+def test_https_answers_are_read_and_a_silent_server_times_out(db, settings, monkeypatch):
+    """TLS over the kernel's send and receive limits: an answer arrives whole, and a server
+    that never answers is a timeout after the read timeout, not a hang."""
+    import ssl
+
+    import trustme
+
+    from llm import transport
+
+    ca = trustme.CA()
+    client_context = ssl.create_default_context()
+    ca.configure_trust(client_context)
+    monkeypatch.setattr(transport, "_tls_context", client_context)
+    settings.LLM_BACKOFF_BASE = 0.01
+    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "over tls"}, "finish_reason": "stop"}], "usage": {}}).encode()
+    url, _ = _tls_server(ca, answer=b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    endpoint = ModelEndpoint.objects.create(name="tls", kind="openai_compatible", base_url=url, model="m", max_retries=0)
+    assert chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting").text == "over tls"
+
+    url, stop = _tls_server(ca, answer=None)
+    silent = ModelEndpoint.objects.create(name="silent", kind="openai_compatible", base_url=url, model="m", max_retries=0, read_timeout=0.5)
+    started = time.monotonic()
+    with pytest.raises(ModelError) as caught:
+        chat(endpoint=silent, messages=MESSAGES, purpose="drafting")
+    stop.set()
+    assert caught.value.kind == "timeout" and "did not answer within 0.5 s" in caught.value.message
+    assert 0.45 < time.monotonic() - started < 2
