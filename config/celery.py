@@ -1,3 +1,4 @@
+import importlib
 import os
 import sys
 
@@ -32,3 +33,14 @@ def _switch_interval(**kwargs) -> None:
 
     if settings.WORKER_SWITCH_INTERVAL > 0:
         sys.setswitchinterval(settings.WORKER_SWITCH_INTERVAL)
+
+
+# What a worker's tasks import on first use, imported as it starts: the agent loop alone is
+# ~0.2 s of CPU, which a worker's first few dozen rollouts would otherwise wait on together.
+WORKER_IMPORTS = ("rollouts.agent", "rollouts.grading.services", "authoring.services.drafting", "packs.services")
+
+
+@worker_init.connect
+def _import_task_code(**kwargs) -> None:
+    for name in WORKER_IMPORTS:
+        importlib.import_module(name)
