@@ -171,7 +171,7 @@ def _retry_after(response: transport.Response) -> float | None:
 def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> providers.Reply:
     anthropic = endpoint.kind == EndpointKind.ANTHROPIC
     build = providers.anthropic_request if anthropic else providers.openai_request
-    path, body = build(model=endpoint.model, messages=messages, tools=tools, schema=schema, temperature=temperature, max_tokens=max_tokens)
+    path, payload = _request(build, anthropic, tools=tools, schema=schema, model=endpoint.model, messages=messages, temperature=temperature, max_tokens=max_tokens)
     base_url = (endpoint.base_url or ("https://api.anthropic.com" if anthropic else "")).rstrip("/")
     if anthropic and base_url.endswith("/v1"):
         base_url = base_url[:-3]
@@ -184,7 +184,7 @@ def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> pr
         headers["authorization"] = f"Bearer {key}"
     try:
         response = transport.post(
-            base_url + path, _encode(body, tools, schema, anthropic), headers,
+            base_url + path, payload, headers,
             connect_timeout=endpoint.connect_timeout, read_timeout=endpoint.read_timeout, max_bytes=MAX_RESPONSE_BYTES,
         )
     except transport.TransportError as error:
@@ -210,22 +210,27 @@ def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> pr
 _encoded_tools: dict[tuple[int, bool], tuple[list[dict], bytes]] = {}
 
 
-def _encode(body: dict, tools: list[dict] | None, schema: dict | None, anthropic: bool) -> bytes:
-    """The request body as JSON. The tool definitions are often most of it (the world's 23
-    tools: 16 kB of JSON schemas, 0.3 ms to encode), and an agent sends the same list with
-    each of its calls, so they are encoded once per list and spliced in. A list passed to
-    chat() is taken as final. (With a schema the Anthropic body adds a tool of its own.)"""
-    wire_tools = body.get("tools")
-    if not wire_tools or not tools or schema is not None:
-        return json.dumps(body).encode()
+def _request(build, anthropic: bool, *, tools: list[dict] | None, schema: dict | None, **fields) -> tuple[str, bytes]:
+    """The request's path and JSON body. The tool definitions are often most of the body
+    (the world's 23 tools: 16 kB of JSON schemas, 0.3 ms to encode), and an agent sends the
+    same list with each of its calls, so a list is put in the provider's format and encoded
+    once, and spliced into the rest of each body (a body built without tools is the same
+    but for its "tools"; with a schema the Anthropic body adds a tool of its own, so that
+    body is built whole). A list passed to chat() is taken as final."""
+    if not tools or schema is not None:
+        path, body = build(tools=tools, schema=schema, **fields)
+        return path, json.dumps(body).encode()
     key = (id(tools), anthropic)  # the list, in that provider's wire format
     entry = _encoded_tools.get(key)
     if entry is None or entry[0] is not tools:  # `is`: an id can be reused once its list is gone
+        path, body = build(tools=tools, schema=None, **fields)
         if len(_encoded_tools) > 256:
             _encoded_tools.clear()
-        entry = _encoded_tools[key] = (tools, json.dumps(wire_tools).encode())
-    rest = json.dumps({key: value for key, value in body.items() if key != "tools"}).encode()
-    return rest[:-1] + (b', "tools": ' if len(rest) > 2 else b'"tools": ') + entry[1] + b"}"
+        entry = _encoded_tools[key] = (tools, json.dumps(body.pop("tools")).encode())
+    else:
+        path, body = build(tools=None, schema=None, **fields)
+    rest = json.dumps(body).encode()
+    return path, rest[:-1] + (b', "tools": ' if len(rest) > 2 else b'"tools": ') + entry[1] + b"}"
 
 
 def _error_text(raw: bytes) -> str:
