@@ -1,7 +1,7 @@
 from decimal import Decimal
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, models, transaction
 
 from core.db import insert_row, insert_rows
 from llm.models import ModelCall
@@ -117,3 +117,40 @@ def test_update_row_is_a_filtered_update_of_one_row(rollout):
     assert update_row(Rollout, rollout.pk + 1000, {"reason": "x"}) == 0
     with pytest.raises(TypeError):
         update_row(Rollout, rollout.pk, {"id": 5})
+
+
+@pytest.mark.parametrize("model_name", ["rollouts.Step", "llm.ModelCall", "rollouts.Rollout", "workspace.OverlayEntry"])
+def test_insert_parameters_are_what_djangos_own_preparation_makes(db, model_name):
+    """The shortened preparation of common values (a str, an int, a bool, a key) gives exactly
+    what each field's get_db_prep_save would, type included; other values take that path."""
+    import datetime as dt
+
+    from django.apps import apps
+    from django.utils.functional import lazy
+
+    from core.db import _params, _statement
+
+    model = apps.get_model(model_name)
+    _, fields, _ = _statement(model, "default")
+    lazy_text = lazy(lambda: "lazy", str)()
+    samples = {
+        models.CharField: ["", "text", lazy_text, None], models.TextField: ["long " * 50, lazy_text, None],
+        models.BooleanField: [True, False, 1, None], models.IntegerField: [0, 7, True, "8", None], models.ForeignKey: [1, "2", None],
+        models.JSONField: [{"a": [1, "b"]}, [], None], models.DecimalField: [Decimal("0.5"), None],
+        models.DateTimeField: [dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC), None],
+    }
+    shortened = 0
+    for field, attname, kind, _ in fields:
+        values = next((v for base, v in samples.items() if isinstance(field, base)), [None])
+        for value in values:
+            obj = model()
+            setattr(obj, attname, value)
+            expected = field.get_db_prep_save(field.pre_save(obj, add=True), connection=connection)
+            obj = model()
+            setattr(obj, attname, value)
+            got = _params(obj, [(field, attname, kind, _)], connection)[0]
+            if isinstance(field, models.DateTimeField) and (field.auto_now or field.auto_now_add):
+                continue  # pre_save sets the time of the call
+            assert type(got) is type(expected) and (got == expected or str(got) == str(expected)), (field.name, value, got, expected)
+            shortened += kind is not None and type(value) is kind
+    assert shortened  # some values took the shortcut
