@@ -3,12 +3,18 @@ formatted, tool arguments and results pretty-printed, long results flagged for c
 diffs split into classed lines. Nothing here is marked safe: the templates escape all of
 it (model text alone goes through the sanitizing `markdown` filter)."""
 
+import functools
+import html
 import json
 from dataclasses import dataclass
 from decimal import Decimal
 
 from django.db.models import Count, Q, QuerySet
+from django.urls import reverse
+from django.utils.html import strip_tags
+from django.utils.text import Truncator
 
+from core.sanitize import markdown_to_safe_html
 from rollouts.models import Rollout, RolloutBatch, RolloutStatus, Step, StepKind
 from workspace.selectors import Change
 
@@ -17,6 +23,7 @@ LONG_RESULT_LINES = 16
 GIST_CHARS = 140
 LONG_DIFF_LINES = 60
 MAX_PILLS = 40
+ANSWER_PREVIEW_CHARS = 110
 STATUS_ORDER = ("completed", "failed", "cancelled", "running", "queued")
 
 
@@ -171,6 +178,14 @@ def batch_state(batch: RolloutBatch, progress: dict) -> tuple[str, str]:
     return ("queued", "Waiting for a worker")
 
 
+@functools.lru_cache(maxsize=1024)
+def answer_preview(text: str) -> str:
+    """A final answer as a line of plain text (the template escapes it): its markdown
+    rendered and the tags dropped, cut at ANSWER_PREVIEW_CHARS. Kept per answer text: a
+    batch page polled every 2 s shows the same answers again and again."""
+    return Truncator(html.unescape(strip_tags(markdown_to_safe_html(text))).strip()).chars(ANSWER_PREVIEW_CHARS) if text else ""
+
+
 def rollout_rows(batch: RolloutBatch, rollouts: QuerySet[Rollout]) -> list[Rollout]:
     """The batch's rollouts with their steps so far as small pills (model, tool, error)
     and formatted numbers. Two queries whatever the batch size."""
@@ -193,6 +208,8 @@ def rollout_rows(batch: RolloutBatch, rollouts: QuerySet[Rollout]) -> list[Rollo
             rollout.doing = f"last ran {last}; the model is thinking" if last else "the model is thinking"
         rollout.tokens_label = f"{tokens(rollout.input_tokens)} / {tokens(rollout.output_tokens)}"
         rollout.cost_label = money(rollout.cost)
+        rollout.answer_preview = answer_preview(rollout.final_answer)
+        rollout.url = reverse("rollout-detail", args=[rollout.pk])
         rollout.duration_label = seconds((rollout.finished_at - rollout.started_at).total_seconds() * 1000) if rollout.finished_at and rollout.started_at else ""
     return rows
 

@@ -317,6 +317,8 @@ def test_model_text_and_tool_results_are_sanitized(author_client, task, endpoint
     page = pages[0].content.decode()
     assert page.count("&lt;script&gt;alert(") >= 3  # shown as text: model text, tool arguments, tool result
     assert "click me" in page  # the link's text survives, its javascript: URL does not
+    batch_page = pages[2].content.decode()
+    assert 'class="small trials-answer">Here is my answer. &lt;script&gt;alert(&quot;model&quot;)&lt;/script&gt;' in batch_page  # the answer's line, as text
 
 
 def test_a_running_rollout_streams_new_steps_and_stops_polling_when_it_ends(author_client, task, endpoint, django_capture_on_commit_callbacks):
