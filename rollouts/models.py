@@ -72,7 +72,7 @@ class Rollout(models.Model):
     output_tokens = models.PositiveIntegerField(default=0)
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0"))
     attempts = models.PositiveSmallIntegerField(default=0)
-    # Refreshed at the claim and before a model call (at most once a second): a running rollout whose heartbeat is
+    # Refreshed at the claim and before a model call (at most once every 2 s): a running rollout whose heartbeat is
     # older than ROLLOUT_STALE_SECONDS lost its worker and may be claimed again.
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     # Set on the running rollouts of a batch being cancelled: each stops at its next heartbeat. (Read there rather
