@@ -152,6 +152,16 @@ class PageLoader(threading.Thread):
             first = False
 
 
+def _loop_seconds() -> float:
+    """A yardstick for the machine's speed right now (it drifts by a factor of two during a day
+    on the shared development machine): pure-Python CPU, as the worker's is."""
+    started = time.process_time()
+    total = 0
+    for i in range(10_000_000):
+        total += i
+    return time.process_time() - started
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)] if ordered else float("nan")
@@ -457,7 +467,8 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     calls = stats["calls"]
     ideal = math.ceil(args.rollouts / (args.workers * args.threads)) * args.steps * args.latency
     print(f"database: {'PostgreSQL' if database_url.startswith('postgres') else 'SQLite'}  broker: {app.conf.broker_url.split(':')[0]}  "
-          f"DEBUG: {'on' if args.debug else 'off'}  cores: {os.cpu_count()}")
+          f"DEBUG: {'on' if args.debug else 'off'}  cores: {os.cpu_count()}  machine speed: {_loop_seconds():.2f} s for a loop of 10 M additions "
+          "(the same code's CPU per call follows it)")
     print(f"rollouts: {args.rollouts} × {args.steps} model calls  latency: {args.latency}s  worker processes: {args.workers} × threads (C): {args.threads}")
     print(f"statuses: {statuses}  steps saved: {steps} (expected {args.rollouts * (2 * args.steps - 1)})")
     if failures:
