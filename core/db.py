@@ -11,7 +11,8 @@ for models that have no receivers and no `save()` override (checked when a model
 first inserted).
 
 `insert_rows(objs)` inserts several such rows, of any models, all or none; on PostgreSQL in
-one round trip. In a busy worker each round trip makes the thread wait for the interpreter
+one round trip (with Django's default client-side binding; with `server_side_binding` one
+statement after another, in a transaction). In a busy worker each round trip makes the thread wait for the interpreter
 lock again behind dozens of others, which costs more than the statement.
 
 `update_row(model, pk, values, where=...)` is `Model.objects.filter(pk=pk, **where).update(**values)`
@@ -22,7 +23,7 @@ the ORM compiles an UPDATE anew each time, which cost a busy worker more than th
 of `model` (`columns(model)`, in that order: an `UPDATE … RETURNING`, say, which the ORM
 does not offer) and gives back instances, with the values converted as the ORM converts
 them. `fetch_sets([(model, sql, params), …])` runs several such statements, in order, in
-one round trip on PostgreSQL.
+one round trip on PostgreSQL (client-side binding, as for insert_rows).
 """
 
 import functools
@@ -165,9 +166,10 @@ def fetch_instances[M: models.Model](model: type[M], sql: str, params: Sequence,
 
 
 def fetch_sets(queries: Sequence[tuple[type[models.Model], str, Sequence]], *, using: str = "default") -> list[list]:
-    """fetch_instances() for each (model, sql, params), run in that order: on PostgreSQL as
-    one query string (one round trip, one transaction: a later statement sees what an
-    earlier one changed), elsewhere one after another (SQLite is in the process)."""
+    """fetch_instances() for each (model, sql, params), run in that order; a later statement
+    sees what an earlier one changed. On PostgreSQL with client-side binding as one query
+    string (one round trip, one transaction); otherwise one after another, each in autocommit
+    unless the caller holds a transaction (SQLite is in the process: no round trip to save)."""
     connection = connections[using]
     found = []
     with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:

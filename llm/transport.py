@@ -79,7 +79,7 @@ class _Connection:
         self.host_header = host if port is None else f"{host}:{port}"
         self.sock: socket.socket | None = None
         self.protocol: h11.Connection | None = None
-        self.wait_limit = 0.0  # the limit on one send or receive now (0: none yet)
+        self.wait_limit: float | None = None  # the limit on one send or receive now (None: not set yet)
         self.kernel_limits = False  # whether the kernel keeps it (plain HTTP) or Python (TLS)
 
     def open(self, deadline: float) -> None:
@@ -94,7 +94,7 @@ class _Connection:
         except BaseException:
             sock.close()
             raise
-        self.sock, self.protocol, self.wait_limit = sock, h11.Connection(h11.CLIENT), 0.0
+        self.sock, self.protocol, self.wait_limit = sock, h11.Connection(h11.CLIENT), None
         self.kernel_limits = self.scheme != "https"
 
     def limit(self, seconds: float) -> None:
@@ -156,6 +156,16 @@ def _wait_limit(connection: _Connection, read_timeout: float, deadline: float) -
     connection.limit(read_timeout if left > read_timeout else left)
 
 
+def _send_all(connection: _Connection, data: bytes, read_timeout: float, deadline: float) -> None:
+    """Send `data`, checking the deadline between the pieces the socket takes: a limit on one
+    send restarts with each piece, so a server that reads slowly but steadily would otherwise
+    keep a large request going past the deadline."""
+    view = memoryview(data)
+    while view:
+        _wait_limit(connection, read_timeout, deadline)
+        view = view[connection.sock.send(view):]
+
+
 def _exchange(connection: _Connection, path, body, headers, read_timeout, max_bytes, deadline) -> Response:
     """One request and its whole answer; any failure closes the connection."""
     answered = received = False
@@ -169,8 +179,7 @@ def _exchange(connection: _Connection, path, body, headers, read_timeout, max_by
         request = h11.Request(method="POST", target=path, headers=[
             ("host", connection.host_header), ("content-length", str(len(body))), ("accept-encoding", "identity"), *headers.items(),
         ])
-        _wait_limit(connection, read_timeout, deadline)
-        sock.sendall(protocol.send(request) + protocol.send(h11.Data(data=body)) + protocol.send(h11.EndOfMessage()))
+        _send_all(connection, protocol.send(request) + protocol.send(h11.Data(data=body)) + protocol.send(h11.EndOfMessage()), read_timeout, deadline)
         sent_at = time.monotonic()
         status, answer_headers, chunks, size = 0, {}, [], 0
         while True:

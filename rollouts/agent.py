@@ -94,9 +94,10 @@ def _claim(rollout_id: int, now) -> tuple[Rollout, list[OverlayEntry]] | None:
     ops = connection.ops
     stale_before = now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS)
     at, before = ops.adapt_datetimefield_value(now), ops.adapt_datetimefield_value(stale_before)
-    claim, overlay, entries = _claim_sql(connection.alias)
+    claim_sql, overlay_sql, entries_sql = _claim_sql(connection.alias)
     params = [RolloutStatus.RUNNING, at, at, rollout_id, RolloutStatus.QUEUED, RolloutStatus.RUNNING, MAX_ATTEMPTS, before]
-    found, overlays, entries = fetch_sets([(Rollout, claim, params), (Overlay, overlay, [rollout_id]), (OverlayEntry, entries, [rollout_id])])
+    claimed = [rollout_id, RolloutStatus.RUNNING, at]  # (the overlay is read only if this claim took the rollout)
+    found, overlays, entries = fetch_sets([(Rollout, claim_sql, params), (Overlay, overlay_sql, claimed), (OverlayEntry, entries_sql, claimed)])
     if not found:
         return None
     rollout = found[0]
@@ -118,7 +119,9 @@ def _claim_sql(alias: str) -> tuple[str, str, str]:
         f"WHERE {pk} = %s AND ({status} = %s OR ({status} = %s AND {attempts} < %s AND NOT {stop} "
         f"AND ({heartbeat} IS NULL OR {heartbeat} < %s))) RETURNING {columns(Rollout, alias)}"
     )
-    its_overlay = f"(SELECT {overlay} FROM {table} WHERE {pk} = %s)"  # noqa: S608
+    # The claimed rollout's overlay: a claim that took it left this status and heartbeat (a
+    # later statement sees the claim's change: one transaction on PostgreSQL, one after another elsewhere).
+    its_overlay = f"(SELECT {overlay} FROM {table} WHERE {pk} = %s AND {status} = %s AND {heartbeat} = %s)"  # noqa: S608
     entry_overlay, entry_id = (quote(OverlayEntry._meta.get_field(name).column) for name in ("overlay", "id"))
     return (
         claim,

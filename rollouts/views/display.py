@@ -3,7 +3,7 @@ formatted, tool arguments and results pretty-printed, long results flagged for c
 diffs split into classed lines. Nothing here is marked safe: the templates escape all of
 it (model text alone goes through the sanitizing `markdown` filter)."""
 
-import functools
+import hashlib
 import html
 import json
 from dataclasses import dataclass
@@ -178,12 +178,23 @@ def batch_state(batch: RolloutBatch, progress: dict) -> tuple[str, str]:
     return ("queued", "Waiting for a worker")
 
 
-@functools.lru_cache(maxsize=1024)
+_previews: dict[bytes, str] = {}
+
+
 def answer_preview(text: str) -> str:
     """A final answer as a line of plain text (the template escapes it): its markdown
-    rendered and the tags dropped, cut at ANSWER_PREVIEW_CHARS. Kept per answer text: a
-    batch page polled every 2 s shows the same answers again and again."""
-    return Truncator(html.unescape(strip_tags(markdown_to_safe_html(text))).strip()).chars(ANSWER_PREVIEW_CHARS) if text else ""
+    rendered and the tags dropped, cut at ANSWER_PREVIEW_CHARS. Kept per process by a digest
+    of the answer (an answer can be a long document): a batch page polled every 2 s shows the
+    same answers again and again."""
+    if not text:
+        return ""
+    key = hashlib.blake2b(text.encode(), digest_size=16).digest()
+    preview = _previews.get(key)
+    if preview is None:
+        if len(_previews) >= 4096:
+            _previews.clear()
+        preview = _previews[key] = Truncator(html.unescape(strip_tags(markdown_to_safe_html(text))).strip()).chars(ANSWER_PREVIEW_CHARS)
+    return preview
 
 
 def rollout_rows(batch: RolloutBatch, rollouts: QuerySet[Rollout]) -> list[Rollout]:

@@ -301,7 +301,7 @@ def _tls_server(ca, *, answer: bytes | None):
 
 
 def test_https_answers_are_read_and_a_silent_server_times_out(db, settings, monkeypatch):
-    """TLS over the kernel's send and receive limits: an answer arrives whole, and a server
+    """Over HTTPS (where the waits stay Python's): an answer arrives whole, and a server
     that never answers is a timeout after the read timeout, not a hang."""
     import ssl
 
@@ -327,3 +327,37 @@ def test_https_answers_are_read_and_a_silent_server_times_out(db, settings, monk
     stop.set()
     assert caught.value.kind == "timeout" and "did not answer within 0.5 s" in caught.value.message
     assert 0.45 < time.monotonic() - started < 2
+
+
+def test_a_server_that_reads_the_request_slowly_is_cut_at_the_deadline(db, settings):
+    """The deadline holds while the request is still being sent: a server that takes a few
+    kilobytes at a time, never pausing as long as the read timeout, does not keep a large
+    request going for ever."""
+    import socket
+    import threading
+
+    settings.LLM_BACKOFF_BASE = 0.01
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    stop = threading.Event()
+
+    def serve():
+        conn, _ = listener.accept()
+        with conn:
+            while not stop.is_set() and conn.recv(4096):
+                stop.wait(0.1)  # 40 kB a second
+        listener.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    endpoint = ModelEndpoint.objects.create(
+        name="slow reader", kind="openai_compatible", base_url=f"http://127.0.0.1:{listener.getsockname()[1]}/v1", model="m",
+        max_retries=0, connect_timeout=0.2, read_timeout=1.0,
+    )
+    big = [{"role": "user", "content": "x" * 16_000_000}]  # more than the kernel's buffers take at once
+    started = time.monotonic()
+    with pytest.raises(ModelError, match="did not finish answering within 1 s"):
+        chat(endpoint=endpoint, messages=big, purpose="drafting")
+    stop.set()
+    assert time.monotonic() - started < 1.2 + 0.5

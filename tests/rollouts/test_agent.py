@@ -211,6 +211,23 @@ def test_a_duplicate_message_for_a_live_rollout_does_nothing(team, task, endpoin
     assert rollout.status == RolloutStatus.RUNNING and rollout.attempts == 3 and fake_llm.requests == []
 
 
+def test_a_claim_that_takes_nothing_reads_no_overlay(team, task, endpoint, monkeypatch, django_capture_on_commit_callbacks):
+    from core import db
+    from rollouts import agent
+    from workspace.services import overlay_entry_upsert
+
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout = batch.rollouts.get()
+    overlay_entry_upsert(overlay=rollout.overlay, path="Notes/Big.md", kind="file", format="md", content="x" * 1000, metadata={})
+    read = []
+    monkeypatch.setattr(agent, "fetch_sets", lambda queries: read.append(db.fetch_sets(queries)) or read[-1])
+    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now(), heartbeat_at=timezone.now())
+    assert agent._claim(rollout.pk, timezone.now()) is None  # a live rollout: a duplicate message takes nothing
+    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.QUEUED, attempts=0, heartbeat_at=None)
+    rollout_id, entries = agent._claim(rollout.pk, timezone.now())[0].pk, read[-1][2]
+    assert read[0] == [[], [], []] and rollout_id == rollout.pk and [e.path for e in entries] == ["Notes/Big.md"]
+
+
 # --- the hot path: overlays made at the start, the pulse, totals ---------------------------
 
 def test_each_tool_rollout_gets_its_own_overlay_when_the_batch_starts(team, task, endpoint, django_capture_on_commit_callbacks):
