@@ -29,7 +29,7 @@ from authoring.models import Criterion
 from core.db import columns, fetch_sets, insert_row, insert_rows, update_row
 from llm.client import chat
 from llm.errors import ModelError
-from llm.models import CallPurpose, ModelCall
+from llm.models import CallPurpose, ModelCall, ModelEndpoint
 from rollouts.models import BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepKind
 from workspace.models import Overlay, OverlayEntry, OverlayPurpose
 from workspace.services import overlay_create
@@ -77,6 +77,9 @@ def rollout_execute(*, rollout_id: int) -> None:
         _finish(rollout, steps, RolloutStatus.FAILED, f"The model call failed: {error.message}")
         return
     except Exception as error:  # a bug must still leave a readable, terminal rollout
+        if isinstance(error, IntegrityError) and _endpoint_deleted(rollout):
+            _finish(rollout, steps, RolloutStatus.FAILED, ENDPOINT_DELETED)
+            return
         logger.exception("rollout %s failed", rollout_id)
         _finish(rollout, steps, RolloutStatus.FAILED, f"Internal error ({type(error).__name__}); the team has the log.")
         return
@@ -84,6 +87,17 @@ def rollout_execute(*, rollout_id: int) -> None:
         from rollouts.grading.services import rollout_graded
 
         rollout_graded(rollout=rollout, has_criteria=rollout.batch.rubric_has_criteria)  # queued on the grading queue
+
+
+ENDPOINT_DELETED = "The model endpoint of this batch was deleted."
+
+
+def _endpoint_deleted(rollout: Rollout) -> bool:
+    """Whether the endpoint this rollout was running on is gone: an admin deleted it while
+    the rollout ran (or within BATCH_SECONDS before it started), so the model call's row of
+    the log could not point at it."""
+    endpoint_id = rollout.batch.endpoint_id
+    return endpoint_id is not None and not ModelEndpoint.objects.filter(pk=endpoint_id).exists()
 
 
 def _claim(rollout_id: int, now) -> tuple[Rollout, list[OverlayEntry]] | None:
@@ -321,7 +335,7 @@ def _overlay_changed_since(rollout: Rollout, since) -> bool:
 def _loop(rollout: Rollout, steps: list[Step], entries: list[OverlayEntry]) -> str:
     batch = rollout.batch
     if batch.endpoint is None:
-        raise _Stop(RolloutStatus.FAILED, "The model endpoint of this batch was deleted.")
+        raise _Stop(RolloutStatus.FAILED, ENDPOINT_DELETED)
     deadline = rollout.started_at + timedelta(seconds=batch.time_limit_seconds)
     with_tools = batch.mode == BatchMode.TOOLS
     world = batch.env_task.world

@@ -455,3 +455,19 @@ def test_the_world_is_read_once_for_a_batchs_rollouts_and_an_edit_reaches_later_
     rollout_execute(rollout_id=third.pk)
     read = {s.rollout.index: s.text for s in Step.objects.filter(kind=StepKind.TOOL).select_related("rollout")}
     assert "$12m" in read[0] and "$12m" in read[1] and "$15m" in read[2]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rollout_whose_endpoint_is_deleted_as_it_runs_says_so(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    """The worker read the batch with its endpoint moments before an admin deleted it (the
+    batch is kept for BATCH_SECONDS): the model call's row of the log cannot point at it."""
+    from rollouts import agent
+
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout = batch.rollouts.get()
+    agent.batch_context(batch.pk)
+    endpoint.delete()
+    fake_llm.script(Reply(content="Done."))
+    rollout_execute(rollout_id=rollout.pk)
+    rollout.refresh_from_db()
+    assert rollout.status == RolloutStatus.FAILED and rollout.reason == agent.ENDPOINT_DELETED
