@@ -98,10 +98,10 @@ def _page_url(batch, env_task) -> str:
     for name in ("rollout-batch", "batch-detail", "rollout-batch-detail", "rollouts:batch-detail", "rollouts:batch"):
         with contextlib.suppress(NoReverseMatch):
             return reverse(name, kwargs={"pk": batch.pk})
-    return reverse("task-editor", kwargs={"pk": env_task.pk})
+    return _task_url(env_task)
 
 
-def _page_url_of_task(env_task) -> str:
+def _task_url(env_task) -> str:
     from django.urls import reverse
 
     return reverse("task-editor", kwargs={"pk": env_task.pk})
@@ -386,7 +386,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
             _wait_for_log(web, web_log, "Quit the server", "the web server")
             # One load first, as a running site's server has had: the first request imports
             # every view (~0.7 s of CPU), which would otherwise compete with the worker.
-            with urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}{_page_url_of_task(env_task)}", headers={"Cookie": _session_cookie(user)}), timeout=60) as warm:
+            with urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}{_task_url(env_task)}", headers={"Cookie": _session_cookie(user)}), timeout=60) as warm:
                 warm.read()
         for i, worker in enumerate(workers):
             _wait_for_log(worker, var_dir / f"worker-{i}.log", "ready.", "a worker")
@@ -467,8 +467,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     calls = stats["calls"]
     ideal = math.ceil(args.rollouts / (args.workers * args.threads)) * args.steps * args.latency
     print(f"database: {'PostgreSQL' if database_url.startswith('postgres') else 'SQLite'}  broker: {app.conf.broker_url.split(':')[0]}  "
-          f"DEBUG: {'on' if args.debug else 'off'}  cores: {os.cpu_count()}  machine speed: {_loop_seconds():.2f} s for a loop of 10 M additions "
-          "(the same code's CPU per call follows it)")
+          f"DEBUG: {'on' if args.debug else 'off'}  cores: {os.cpu_count()}  machine speed: {_loop_seconds():.2f} s for a loop of 10 M additions")
     print(f"rollouts: {args.rollouts} × {args.steps} model calls  latency: {args.latency}s  worker processes: {args.workers} × threads (C): {args.threads}")
     print(f"statuses: {statuses}  steps saved: {steps} (expected {args.rollouts * (2 * args.steps - 1)})")
     if failures:

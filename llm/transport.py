@@ -80,7 +80,6 @@ class _Connection:
         self.sock: socket.socket | None = None
         self.protocol: h11.Connection | None = None
         self.wait_limit: float | None = None  # the limit on one send or receive now (None: not set yet)
-        self.kernel_limits = False  # whether the kernel keeps it (plain HTTP) or Python (TLS)
 
     def open(self, deadline: float) -> None:
         timeout = min(self.connect_timeout, deadline - time.monotonic())
@@ -95,18 +94,17 @@ class _Connection:
             sock.close()
             raise
         self.sock, self.protocol, self.wait_limit = sock, h11.Connection(h11.CLIENT), None
-        self.kernel_limits = self.scheme != "https"
 
     def limit(self, seconds: float) -> None:
         """Each send or receive from now on gives up after `seconds` without progress."""
         if seconds == self.wait_limit:
             return
-        if self.kernel_limits:
+        if self.scheme == "https":  # Python keeps the waits (see the module's docstring)
+            self.sock.settimeout(seconds)
+        else:
             value = struct.pack("ll", *divmod(max(1, int(seconds * 1_000_000)), 1_000_000))  # a struct timeval; all zeros would mean no limit
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
-        else:
-            self.sock.settimeout(seconds)
         self.wait_limit = seconds
 
     def close(self) -> None:

@@ -340,9 +340,10 @@ def _loop(rollout: Rollout, steps: list[Step], entries: list[OverlayEntry]) -> s
     with_tools = batch.mode == BatchMode.TOOLS
     world = batch.env_task.world
     if with_tools:
-        overlay_id = rollout.overlay_id
-        overlay = _overlay(rollout)
-        workspace = Workspace(world, overlay, world_items=world_items(world.pk), entries=entries if overlay.pk == overlay_id else None)  # (None: the workspace reads them)
+        # The claim read the entries of the overlay the rollout came with; for one that
+        # _overlay() makes now (or finds another delivery made), the workspace reads them.
+        came_with_overlay = rollout.overlay_id is not None
+        workspace = Workspace(world, _overlay(rollout), world_items=world_items(world.pk), entries=entries if came_with_overlay else None)
     else:
         workspace = None
     tools = tool_specs(writable=True) if with_tools else None

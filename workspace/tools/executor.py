@@ -31,7 +31,7 @@ TYPE_NAMES = {"string": "text", "integer": "a whole number", "boolean": "true or
 @functools.cache
 def tool_specs(*, writable: bool) -> list[dict]:
     """The tool definitions for llm.client.chat(tools=...): read tools always, write tools
-    only over a workspace with an overlay. One list per process for each answer, shared by
+    only over a workspace with an overlay. One list per process for each value of `writable`, shared by
     every caller (read it, never change it): llm.client encodes a list of tools once and
     keeps the encoding as long as it sees that list again, so a new list per rollout would
     be encoded again per rollout, and each copy kept."""
