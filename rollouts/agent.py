@@ -329,7 +329,7 @@ def _run_tools(rollout: Rollout, workspace: Workspace, calls: list[dict], steps:
 
 
 def _overlay_changed_since(rollout: Rollout, since) -> bool:
-    return OverlayEntry.objects.filter(overlay_id=rollout.overlay_id, updated_at__gte=since).exists()
+    return Overlay.objects.filter(pk=rollout.overlay_id, changed_at__gte=since).exists()
 
 
 def _loop(rollout: Rollout, steps: list[Step], entries: list[OverlayEntry]) -> str:

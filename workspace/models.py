@@ -25,6 +25,9 @@ class Overlay(models.Model):
     actor_email = models.CharField(max_length=254, default=DEFAULT_ACTOR_EMAIL)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    # When an entry was last written or removed: removing an overlay-only file leaves no
+    # entry behind, so the entries alone cannot tell that the overlay changed.
+    changed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -3,6 +3,7 @@ The authored world is never touched here: an overlay entry shadows, adds or hide
 data-room path, and only in its own overlay."""
 
 from django.db import transaction
+from django.utils import timezone
 
 from authoring.models import Document, DocumentFormat, DocumentKind, World
 from authoring.rendering.headers import EMAIL
@@ -77,6 +78,11 @@ def _check_room(overlay: Overlay, path: str) -> None:
         raise ApplicationError(f"This workspace already holds {MAX_OVERLAY_ENTRIES:,} changes; no more can be made.")
 
 
+def _touch(overlay: Overlay) -> None:
+    overlay.changed_at = timezone.now()
+    Overlay.objects.filter(pk=overlay.pk).update(changed_at=overlay.changed_at)
+
+
 @transaction.atomic
 def overlay_entry_upsert(*, overlay: Overlay, path: str, kind: str, format: str, content: str, metadata: dict) -> OverlayEntry:
     """Create or replace the overlay's state of `path` (the world's item, if any, is shadowed)."""
@@ -88,6 +94,7 @@ def overlay_entry_upsert(*, overlay: Overlay, path: str, kind: str, format: str,
     reject_unstorable(content, label="The content")
     reject_unstorable(metadata, label="The metadata")
     _check_room(overlay, path)
+    _touch(overlay)
     entry, _ = OverlayEntry.objects.update_or_create(
         overlay=overlay, path=path,
         defaults={"kind": kind, "format": format, "action": OverlayAction.UPSERT, "content": content, "metadata": metadata},
@@ -102,9 +109,11 @@ def overlay_entry_delete(*, overlay: Overlay, path: str) -> OverlayEntry | None:
     path = clean_path(path)
     original = Document.objects.filter(world_id=overlay.world_id, path=path).values("kind", "format").first()
     if original is None:
-        OverlayEntry.objects.filter(overlay_id=overlay.pk, path=path).delete()
+        if OverlayEntry.objects.filter(overlay_id=overlay.pk, path=path).delete()[0]:
+            _touch(overlay)
         return None
     _check_room(overlay, path)
+    _touch(overlay)
     entry, _ = OverlayEntry.objects.update_or_create(
         overlay=overlay, path=path,
         defaults={"kind": original["kind"], "format": original["format"], "action": OverlayAction.DELETE, "content": "", "metadata": {}},

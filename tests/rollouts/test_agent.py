@@ -433,6 +433,29 @@ def test_a_resumed_write_is_not_made_twice(team, task, endpoint, fake_llm, djang
     assert batch.rollouts.get().status == RolloutStatus.COMPLETED
 
 
+@pytest.mark.parametrize("deleted", [True, False])
+def test_a_resumed_delete_of_a_file_only_the_overlay_had_is_not_made_twice(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks, deleted):
+    """Deleting a file the world never had leaves no entry behind; the overlay still knows it changed."""
+    from workspace.services import overlay_entry_delete, overlay_entry_upsert
+
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout = batch.rollouts.get()
+    overlay_entry_upsert(overlay=rollout.overlay, path="Out/draft.md", kind="file", format="md", content="Draft.", metadata={})
+    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now())
+    Step.objects.create(rollout=rollout, index=0, kind=StepKind.MODEL, tool_calls=[
+        {"id": "d", "name": "delete_file", "arguments": {"path": "Out/draft.md"}, "raw_arguments": ""},
+    ])
+    if deleted:  # the first delivery deleted it, then died before saving the result
+        overlay_entry_delete(overlay=rollout.overlay, path="Out/draft.md")
+    fake_llm.script(Reply(content="Done."))
+    rollout_execute(rollout_id=rollout.pk)
+    result = rollout.steps.get(index=1)
+    assert result.tool_call_id == "d" and not result.is_error
+    assert (INTERRUPTED_WRITE in result.text) is deleted
+    assert not OverlayEntry.objects.filter(overlay=rollout.overlay, path="Out/draft.md").exists()
+    assert batch.rollouts.get().status == RolloutStatus.COMPLETED
+
+
 def test_the_world_is_read_once_for_a_batchs_rollouts_and_an_edit_reaches_later_ones(team, task, endpoint, fake_llm, monkeypatch, django_capture_on_commit_callbacks):
     from rollouts import agent
 

@@ -137,3 +137,36 @@ def test_overlay_entry_limit(run, ws, monkeypatch):
     run("write_file", {"path": "Work/2.md", "content": "2"})
     assert run("write_file", {"path": "Work/2.md", "content": "2b"}).startswith("Replaced")  # same path: no new entry
     assert run("write_file", {"path": "Work/3.md", "content": "3"}, error=True) == "This workspace already holds 2 changes; no more can be made."
+
+
+def test_every_change_of_an_overlay_moves_its_changed_at(run, ws):
+    """Removing a file only the overlay added leaves no entry: the overlay's own mark is what shows it changed."""
+    def changed_at():
+        return Overlay.objects.get(pk=ws.overlay.pk).changed_at
+
+    assert changed_at() is None
+    marks = []
+    for name, arguments in [("write_file", {"path": "Work/Draft.md", "content": "draft"}),
+                            ("delete_file", {"path": "Work/Draft.md"}),
+                            ("delete_file", {"path": "Deal/Notes.md"})]:
+        run(name, arguments)
+        marks.append(changed_at())
+    assert None not in marks and marks == sorted(marks) and len(set(marks)) == 3
+    run("read_file", {"path": "Deal/Letter of intent.docx"})
+    run("delete_file", {"path": "Work/Draft.md"}, error=True)  # nothing there: nothing changed
+    assert changed_at() == marks[-1]
+
+
+def test_the_migration_marks_existing_overlays_by_their_newest_entry(ws, data_room):
+    import importlib
+
+    from django.apps import apps
+
+    backfill = importlib.import_module("workspace.migrations.0002_overlay_changed_at").backfill
+    OverlayEntry.objects.create(overlay=ws.overlay, path="A.md", kind="file", format="md", content="a")
+    newest = OverlayEntry.objects.create(overlay=ws.overlay, path="B.md", kind="file", format="md", content="b")
+    empty = Overlay.objects.create(world=data_room)
+    Overlay.objects.update(changed_at=None)
+    backfill(apps, None)
+    assert Overlay.objects.get(pk=ws.overlay.pk).changed_at == newest.updated_at
+    assert Overlay.objects.get(pk=empty.pk).changed_at is None
