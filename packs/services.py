@@ -5,12 +5,13 @@ from datetime import timedelta
 
 from django.core.files import File
 from django.db import transaction
-from django.db.models import F, Max, Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from core.exceptions import ApplicationError
+from core.jobs import JobStates, claim_job
 from packs.builders import build_taskwright_pack
 from packs.models import Pack, PackStatus
 from reviews.models import Submission, SubmissionStatus
@@ -19,6 +20,7 @@ logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
 BUILD_TIME_LIMIT = timedelta(minutes=30)  # packs.tasks.build_pack's hard limit
 MAX_TASKS_PER_PACK = 10_000
+BUILD_STATES = JobStates(queued=PackStatus.QUEUED, running=PackStatus.BUILDING, failed=PackStatus.FAILED)
 
 
 @transaction.atomic
@@ -72,13 +74,8 @@ def pack_build(*, pack_id: int) -> None:
     - a ready or failed pack is left alone.
     The zip is deterministic, so a rebuild produces the same bytes.
     """
-    claimed = Pack.objects.filter(
-        Q(status=PackStatus.QUEUED) | Q(status=PackStatus.BUILDING, attempts__lt=MAX_ATTEMPTS), pk=pack_id
-    ).update(status=PackStatus.BUILDING, attempts=F("attempts") + 1, started_at=timezone.now(), progress=0)
-    if not claimed:
-        Pack.objects.filter(pk=pack_id, status=PackStatus.BUILDING).update(
-            status=PackStatus.FAILED, error="The build was interrupted too many times.", finished_at=timezone.now()
-        )
+    if not claim_job(Pack, pack_id, states=BUILD_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The build was interrupted too many times.",
+                     started_at=timezone.now(), progress=0):
         return
     pack = Pack.objects.select_related("project").get(pk=pack_id)
     try:

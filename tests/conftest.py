@@ -90,6 +90,17 @@ def fake_llm(fake_llm_server, settings):
 
 
 @pytest.fixture
+def eager(settings):
+    """Celery tasks run in-process, as they are sent."""
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    from config.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
+@pytest.fixture
 def endpoint(db, fake_llm, monkeypatch):
     from llm.models import ModelEndpoint
 

@@ -28,6 +28,7 @@ from authoring.models import (
 from authoring.services.common import author_membership
 from authoring.services.documents import clean_document_fields, document_create, document_version_record
 from core.exceptions import ApplicationError
+from core.jobs import JobStates, claim_job
 from llm.client import chat
 from llm.errors import ModelError
 from llm.models import CallPurpose, ModelEndpoint
@@ -36,6 +37,7 @@ logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
 JOB_TIME_LIMIT = timedelta(minutes=15)  # authoring.tasks.draft_document's hard limit
 OPEN_STATUSES = (DraftJobStatus.QUEUED, DraftJobStatus.RUNNING)
+JOB_STATES = JobStates(queued=DraftJobStatus.QUEUED, running=DraftJobStatus.RUNNING, failed=DraftJobStatus.FAILED)
 
 
 def _enqueue_jobs(job_ids: list[int]) -> None:
@@ -150,13 +152,8 @@ def draft_run_progress(*, run: DraftRun) -> dict:
 def draft_job_execute(*, job_id: int) -> None:
     """Draft one document. Safe to run twice; a worker killed mid-job leaves the job
     running, and the broker's redelivery re-claims it (up to MAX_ATTEMPTS)."""
-    claimed = DraftJob.objects.filter(
-        Q(status=DraftJobStatus.QUEUED) | Q(status=DraftJobStatus.RUNNING, attempts__lt=MAX_ATTEMPTS), pk=job_id
-    ).update(status=DraftJobStatus.RUNNING, attempts=F("attempts") + 1, started_at=timezone.now())
-    if not claimed:
-        DraftJob.objects.filter(pk=job_id, status=DraftJobStatus.RUNNING).update(
-            status=DraftJobStatus.FAILED, error="The drafting worker was interrupted too many times.", finished_at=timezone.now()
-        )
+    if not claim_job(DraftJob, job_id, states=JOB_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The drafting worker was interrupted too many times.",
+                     started_at=timezone.now()):
         return
     job = DraftJob.objects.select_related("run", "run__endpoint", "document", "document__world").get(pk=job_id)
     document, run = job.document, job.run

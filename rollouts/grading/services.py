@@ -5,9 +5,10 @@ check) fails the grade — it is never counted as met."""
 
 import contextlib
 import logging
+from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.selectors import membership_get
@@ -15,6 +16,7 @@ from accounts.services import require_role
 from authoring.models import Criterion, GraderKind, RubricVersion
 from authoring.services import rubric_version_freeze
 from core.exceptions import ApplicationError
+from core.jobs import JobStates, claim_job
 from llm.errors import ModelError
 from llm.models import ModelEndpoint
 from rollouts.grading.attempt import Attempt, attempt_of_rollout
@@ -25,6 +27,8 @@ from rollouts.models import Grade, GradeStatus, ProbeAnswer, Rollout, RolloutBat
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
+GRADE_TIME_LIMIT = timedelta(minutes=30)  # rollouts.tasks.grade_attempt's hard limit
+GRADE_STATES = JobStates(queued=GradeStatus.QUEUED, running=GradeStatus.RUNNING, failed=GradeStatus.FAILED, ended_at="graded_at")
 
 
 def _enqueue(grade_ids: list[int]) -> None:
@@ -48,11 +52,24 @@ def grade_request(*, rubric_version: RubricVersion, judge_endpoint: ModelEndpoin
     return grade
 
 
+def grades_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
+    """Send again the grades whose broker message may be lost (see draft_jobs_recover):
+    queued for a while, or still running past the task's hard time limit (its worker died;
+    the filesystem broker never redelivers). The claim makes a second message harmless."""
+    now = timezone.now()
+    ids = list(Grade.objects.filter(
+        Q(status=GradeStatus.QUEUED, created_at__lt=now - queued_for) | Q(status=GradeStatus.RUNNING, started_at__lt=now - GRADE_TIME_LIMIT)
+    ).values_list("pk", flat=True))
+    _enqueue(ids)
+    return len(ids)
+
+
 def grade_execute(*, grade_id: int) -> None:
-    claimed = Grade.objects.filter(
-        Q(status=GradeStatus.QUEUED) | Q(status=GradeStatus.RUNNING, attempts__lt=MAX_ATTEMPTS), pk=grade_id
-    ).update(status=GradeStatus.RUNNING, attempts=F("attempts") + 1)
-    if not claimed:
+    """Grade one attempt. Safe to run twice; a worker killed mid-grade leaves the grade
+    running, and the broker's redelivery re-claims it (up to MAX_ATTEMPTS), keeping the
+    verdicts already saved."""
+    if not claim_job(Grade, grade_id, states=GRADE_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The grading worker was interrupted too many times.",
+                     started_at=timezone.now()):
         return
     grade = Grade.objects.select_related("rubric_version", "judge_endpoint", "rollout__batch__env_task__world", "rollout__overlay", "probe__run").get(pk=grade_id)
     rubric = grade.rubric_version

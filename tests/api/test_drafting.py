@@ -23,17 +23,6 @@ KEY = "sk-test-secret-key"  # what tests/conftest.py's `endpoint` puts in FAKE_L
 
 
 @pytest.fixture
-def eager(settings):
-    """Run the Celery tasks a request queues in-process (with on-commit callbacks executed)."""
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    from config.celery import app
-
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
-
-
-@pytest.fixture
 def deal(team):
     return services.world_create(
         project_id=team.project.pk, user=team.author, title="Acme acquires Beta",

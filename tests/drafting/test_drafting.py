@@ -27,16 +27,6 @@ def run_jobs(callbacks):
         callback()
 
 
-@pytest.fixture
-def eager(settings):
-    settings.CELERY_TASK_ALWAYS_EAGER = True
-    from config.celery import app
-
-    app.conf.task_always_eager = True
-    yield
-    app.conf.task_always_eager = False
-
-
 def test_draft_all_drafts_every_skeleton_document_into_real_files(team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks):
     loi = add(drafting_world, team.author, "Deal/LOI.docx")
     cap = add(drafting_world, team.author, "Finance/Cap table.xlsx")

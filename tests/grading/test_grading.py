@@ -175,3 +175,62 @@ def test_regrade_after_a_rubric_edit_keeps_the_old_grades(task, team, endpoint, 
     assert {g.score for g in Grade.objects.filter(rubric_version=v2)} == {1.0}
     assert {g.rollout_id: g.score for g in Grade.objects.filter(rubric_version=v1)} == old
     assert v1.criteria.get(position=2).text == "Names the buyer"  # the graded version never changed
+
+
+def test_a_grade_whose_worker_keeps_dying_fails_with_a_reason(task, endpoint, fake_llm):
+    """Each redelivery after a killed worker claims the grade again; once it is out of
+    attempts it ends, failed with a reason, instead of showing 'Grading' for ever."""
+    fake_llm.responder = judge_by_keyword
+    rubric = task.rubric_versions.order_by("-number").first()
+    run = ProbeRun.objects.create(env_task=task, rubric_version=rubric)
+    grade = grade_request(rubric_version=rubric, judge_endpoint=endpoint, probe=ProbeAnswer.objects.create(run=run, kind="test", label="t", answer="x"))
+    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, attempts=2)  # two deliveries died
+    grade_execute(grade_id=grade.pk)  # the third runs it through
+    grade.refresh_from_db()
+    assert (grade.status, grade.attempts, grade.started_at is not None) == (GradeStatus.GRADED, 3, True)
+
+    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, attempts=3, graded_at=None)  # the third died too
+    requests = len(fake_llm.requests)
+    grade_execute(grade_id=grade.pk)
+    grade.refresh_from_db()
+    assert grade.status == GradeStatus.FAILED and grade.error == "The grading worker was interrupted too many times."
+    assert grade.graded_at is not None and len(fake_llm.requests) == requests
+    grade_execute(grade_id=grade.pk)  # a late duplicate of a failed grade does nothing
+    assert Grade.objects.get(pk=grade.pk).status == GradeStatus.FAILED
+
+
+def test_grades_whose_message_was_lost_are_sent_again_once(task, endpoint, fake_llm, django_capture_on_commit_callbacks, eager):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from rollouts.grading.services import grades_recover
+
+    fake_llm.responder = judge_by_keyword
+    rubric = task.rubric_versions.order_by("-number").first()
+    run = ProbeRun.objects.create(env_task=task, rubric_version=rubric)
+    with django_capture_on_commit_callbacks(execute=False):  # the messages are lost
+        lost, died, fresh, busy = (
+            grade_request(rubric_version=rubric, judge_endpoint=endpoint, probe=ProbeAnswer.objects.create(run=run, kind="test", label=f"{i}", answer="The price."))
+            for i in range(4)
+        )
+    hour_ago = timezone.now() - timedelta(hours=1)
+    Grade.objects.filter(pk__in=[lost.pk, died.pk, busy.pk]).update(created_at=hour_ago)
+    Grade.objects.filter(pk=died.pk).update(status=GradeStatus.RUNNING, attempts=1, started_at=hour_ago)  # its worker died an hour ago
+    Grade.objects.filter(pk=busy.pk).update(status=GradeStatus.RUNNING, attempts=1, started_at=timezone.now())  # running now: left alone
+    assert grades_recover() == 2  # sent again and, eagerly, run
+    assert {g.pk: g.status for g in Grade.objects.all()} == {
+        lost.pk: GradeStatus.GRADED, died.pk: GradeStatus.GRADED, fresh.pk: GradeStatus.QUEUED, busy.pk: GradeStatus.RUNNING,
+    }
+    judged = len(fake_llm.requests)
+    for grade in (lost, died):  # a second delivery of either changes nothing
+        grade_execute(grade_id=grade.pk)
+    assert len(fake_llm.requests) == judged == 2 * 3
+
+
+def test_a_worker_start_recovers_grades():
+    from celery.signals import worker_ready
+
+    from rollouts.tasks import recover_grades
+
+    assert recover_grades in [receiver() for _, receiver in worker_ready.receivers]
