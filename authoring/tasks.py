@@ -18,6 +18,7 @@ def suggest_skeleton(proposal_id: int) -> None:
 
 @worker_ready.connect
 def recover_drafting(**kwargs) -> None:
-    from authoring.services.drafting import draft_jobs_recover
+    from authoring.services.drafting import draft_jobs_recover, skeleton_proposals_recover
 
     draft_jobs_recover()
+    skeleton_proposals_recover()

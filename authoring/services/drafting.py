@@ -229,22 +229,46 @@ def skeleton_suggest(*, world: World, user, endpoint: ModelEndpoint) -> Skeleton
     return proposal
 
 
+def skeleton_proposals_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
+    """Send again the proposals whose broker message may be lost (see draft_jobs_recover).
+    A proposal stays queued while the model works on it, so one a live worker is running
+    now may be asked twice; the first answer is kept and the second dropped."""
+    from authoring.tasks import suggest_skeleton
+
+    ids = list(SkeletonProposal.objects.filter(status=SkeletonProposalStatus.QUEUED, created_at__lt=timezone.now() - queued_for).values_list("pk", flat=True))
+    for proposal_id in ids:
+        suggest_skeleton.delay(proposal_id)
+    return len(ids)
+
+
 def skeleton_proposal_execute(*, proposal_id: int) -> None:
-    proposal = SkeletonProposal.objects.select_related("world", "endpoint").get(pk=proposal_id)
-    if proposal.status != SkeletonProposalStatus.QUEUED:
-        return
-    world = proposal.world
+    """Ask the model for a data room. Safe to run twice: only a queued proposal is asked
+    for, and only the first answer is kept."""
+    proposal = SkeletonProposal.objects.select_related("world", "endpoint").filter(pk=proposal_id).first()
+    if proposal is None or proposal.status != SkeletonProposalStatus.QUEUED:
+        return  # (its world was deleted, or another delivery finished it)
     try:
-        if proposal.endpoint is None:
-            raise ApplicationError("The model endpoint was deleted.")
-        existing = list(world.documents.values_list("path", flat=True))
-        result = chat(
-            endpoint=proposal.endpoint, messages=drafting_prompts.skeleton_messages(world, existing),
-            purpose=CallPurpose.SKELETON, project_id=world.project_id, schema=drafting_prompts.SKELETON_SCHEMA,
-        )
+        _propose(proposal)
     except (ModelError, ApplicationError) as error:
-        SkeletonProposal.objects.filter(pk=proposal_id, status=SkeletonProposalStatus.QUEUED).update(status=SkeletonProposalStatus.FAILED, error=error.message)
-        return
+        _proposal_failed(proposal_id, error.message)
+    except Exception as error:  # a bug must still leave a readable, terminal proposal
+        logger.exception("skeleton proposal %s failed", proposal_id)
+        _proposal_failed(proposal_id, f"Internal error ({type(error).__name__}); the team has the log.")
+
+
+def _proposal_failed(proposal_id: int, error: str) -> None:
+    SkeletonProposal.objects.filter(pk=proposal_id, status=SkeletonProposalStatus.QUEUED).update(status=SkeletonProposalStatus.FAILED, error=error[:2000])
+
+
+def _propose(proposal: SkeletonProposal) -> None:
+    world = proposal.world
+    if proposal.endpoint is None:
+        raise ApplicationError("The model endpoint was deleted.")
+    existing = list(world.documents.values_list("path", flat=True))
+    result = chat(
+        endpoint=proposal.endpoint, messages=drafting_prompts.skeleton_messages(world, existing),
+        purpose=CallPurpose.SKELETON, project_id=world.project_id, schema=drafting_prompts.SKELETON_SCHEMA,
+    )
     items, seen = [], set(existing)
     for raw in result.structured.get("items", []):
         item = {"path": raw.get("path", ""), "kind": raw.get("kind", "file"), "format": raw.get("format", ""), "brief": raw.get("brief", ""),
@@ -257,7 +281,7 @@ def skeleton_proposal_execute(*, proposal_id: int) -> None:
             item["problem"] = "A document with this path already exists."
         seen.add(item["path"])
         items.append(item)
-    SkeletonProposal.objects.filter(pk=proposal_id, status=SkeletonProposalStatus.QUEUED).update(status=SkeletonProposalStatus.READY, items=items)
+    SkeletonProposal.objects.filter(pk=proposal.pk, status=SkeletonProposalStatus.QUEUED).update(status=SkeletonProposalStatus.READY, items=items)
 
 
 @transaction.atomic

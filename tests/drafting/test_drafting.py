@@ -181,6 +181,39 @@ def test_suggest_skeleton_then_accept_item_by_item_and_all(client, team, draftin
     assert kickoff.kind == "email" and kickoff.metadata["subject"] == "Kick-off"
 
 
+def test_a_proposal_that_hits_a_bug_ends_failed_and_the_panel_says_so(client, team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks, monkeypatch):
+    from authoring import drafting_prompts
+
+    def broken(world, existing):
+        raise KeyError("outline")
+
+    monkeypatch.setattr(drafting_prompts, "skeleton_messages", broken)
+    with django_capture_on_commit_callbacks(execute=True):
+        proposal = drafting.skeleton_suggest(world=drafting_world, user=team.author, endpoint=endpoint)
+    proposal.refresh_from_db()
+    assert proposal.status == "failed" and proposal.error == "Internal error (KeyError); the team has the log."
+    client.force_login(team.author)
+    panel = client.get(reverse("skeleton-proposal", args=[proposal.pk]), **HX).content.decode()
+    assert "The proposal failed: Internal error (KeyError)" in panel and "every 2s" not in panel  # it stops polling
+
+
+def test_proposals_whose_message_was_lost_are_sent_again_once(team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    fake_llm.script(Reply(structured={"items": [{"path": "Deal/LOI.docx", "kind": "file", "format": "docx", "brief": "The LOI", "target_size": 600, "metadata": {}}]}))
+    with django_capture_on_commit_callbacks(execute=False):  # the message is lost
+        lost = drafting.skeleton_suggest(world=drafting_world, user=team.author, endpoint=endpoint)
+        fresh = drafting.skeleton_suggest(world=drafting_world, user=team.author, endpoint=endpoint)
+    SkeletonProposal.objects.filter(pk=lost.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    assert drafting.skeleton_proposals_recover() == 1  # sent again and, eagerly, run
+    assert {p.pk: p.status for p in SkeletonProposal.objects.all()} == {lost.pk: "ready", fresh.pk: "queued"}
+    drafting.skeleton_proposal_execute(proposal_id=lost.pk)  # a second delivery asks nothing
+    assert len(fake_llm.requests) == 1
+    assert [item["path"] for item in SkeletonProposal.objects.get(pk=lost.pk).items] == ["Deal/LOI.docx"]
+
+
 def test_pages_explain_what_to_do_without_an_endpoint(client, team, drafting_world):
     assert not ModelEndpoint.objects.exists()
     client.force_login(team.author)
