@@ -262,6 +262,7 @@ class DraftJob(models.Model):
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     attempts = models.PositiveSmallIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
+    delivery = models.CharField(max_length=64, blank=True, help_text="The Celery task id of the message that last took it.")
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

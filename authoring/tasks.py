@@ -1,12 +1,11 @@
 from celery import shared_task
-from celery.signals import worker_ready
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, time_limit=15 * 60, soft_time_limit=14 * 60)
-def draft_document(job_id: int) -> None:
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, time_limit=15 * 60, soft_time_limit=14 * 60)
+def draft_document(self, job_id: int) -> None:
     from authoring.services.drafting import draft_job_execute
 
-    draft_job_execute(job_id=job_id)
+    draft_job_execute(job_id=job_id, delivery=self.request.id)
 
 
 @shared_task(acks_late=True, reject_on_worker_lost=True, time_limit=15 * 60, soft_time_limit=14 * 60)
@@ -14,11 +13,3 @@ def suggest_skeleton(proposal_id: int) -> None:
     from authoring.services.drafting import skeleton_proposal_execute
 
     skeleton_proposal_execute(proposal_id=proposal_id)
-
-
-@worker_ready.connect
-def recover_drafting(**kwargs) -> None:
-    from authoring.services.drafting import draft_jobs_recover, skeleton_proposals_recover
-
-    draft_jobs_recover()
-    skeleton_proposals_recover()

@@ -1,15 +1,18 @@
 import importlib
+import logging
 import os
 import sys
+from datetime import timedelta
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun, worker_init
+from celery.signals import task_postrun, task_prerun, worker_init, worker_ready
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("taskwright")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+logger = logging.getLogger(__name__)
 
 
 @task_prerun.connect
@@ -44,3 +47,57 @@ WORKER_IMPORTS = ("rollouts.agent", "rollouts.grading.services", "authoring.serv
 def _import_task_code(**kwargs) -> None:
     for name in WORKER_IMPORTS:
         importlib.import_module(name)
+
+
+# Each sends again the jobs of one kind whose broker message may be lost: queued for a while,
+# or running past their task's time limit (the filesystem broker never redelivers). The claims
+# make a message too many harmless (core.jobs; the rollouts' heartbeat).
+RECOVERIES = (
+    "authoring.services.drafting.draft_jobs_recover",
+    "authoring.services.drafting.skeleton_proposals_recover",
+    "packs.services.packs_recover",
+    "rollouts.services.rollouts_recover",
+    "rollouts.grading.services.grades_recover",
+)
+
+
+def recover_jobs(*, queued_for: timedelta) -> int:
+    """Run every recovery; one that fails is logged and the others still run."""
+    sent = 0
+    for path in RECOVERIES:
+        module, name = path.rsplit(".", 1)
+        try:
+            sent += getattr(importlib.import_module(module), name)(queued_for=queued_for)
+        except Exception:
+            logger.exception("%s failed", path)
+    return sent
+
+
+def _recover_everything() -> None:
+    """After the broker lost its messages: every queued job is sent again, from the watch's
+    own thread, which then closes its database connection (it may wait days for the next)."""
+    from django.db import connections
+
+    try:
+        recover_jobs(queued_for=timedelta(0))
+    finally:
+        connections.close_all()
+
+
+@worker_ready.connect
+def _recover_jobs(**kwargs) -> None:
+    """As a worker starts: send again what may be lost, then watch a Redis broker for a
+    loss of its data (core.broker), after which every queued job is sent again."""
+    from django.conf import settings
+
+    from core.broker import BrokerWatch, is_redis, mark_was_missing
+
+    url = settings.CELERY_BROKER_URL
+    if is_redis(url) and settings.BROKER_WATCH_SECONDS > 0:
+        watch = BrokerWatch(url, settings.BROKER_WATCH_SECONDS, _recover_everything)
+        try:
+            mark_was_missing(watch.client)  # (this start's recovery covers a loss before it)
+        except Exception:
+            logger.exception("Could not mark the broker.")
+        watch.start()
+    recover_jobs(queued_for=timedelta(minutes=1))

@@ -185,6 +185,9 @@ CELERY_DB_REUSE_MAX = 10**9
 # quarter less CPU in the worker (bench/rollouts.py, README "Measured"). Set by config.celery
 # in workers only; 0 keeps Python's default.
 WORKER_SWITCH_INTERVAL = float(os.environ.get("WORKER_SWITCH_INTERVAL") or 0.02)
+# How often a worker checks that a Redis broker still holds its data; after a loss (a restart
+# without persistence) every queued job is sent again (core.broker). 0 turns the watch off.
+BROKER_WATCH_SECONDS = float(os.environ.get("BROKER_WATCH_SECONDS") or 10)
 
 CACHE_URL = os.environ.get("CACHE_URL") or REDIS_URL
 if CACHE_URL:

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from django.conf import settings
+from redis.exceptions import RedisError
 
 from llm.errors import ModelError
 
@@ -205,15 +206,26 @@ def _redis_slot(endpoint_id: int, cap: int, lease_seconds: float, wait_seconds: 
     client = _redis()
     kept = _kept_for(endpoint_id, cap)
     deadline = time.monotonic() + wait_seconds
+    unreachable = 0
     while (slot := kept.take()) is None:
         token, now = uuid.uuid4().hex, time.time()
-        if _scripts["acquire"](keys=[kept.key], args=[now, cap, now + lease_seconds, token, int(lease_seconds * 2000)]):
-            slot = kept.acquired(token)
-            break
-        if time.monotonic() > deadline:
-            raise ModelError("Timed out waiting for a free slot on this model endpoint.", kind="timeout")
-        if not kept.wait_for_own():  # sleep until some process releases a slot (or briefly, in case a lease expired)
-            client.blpop([kept.wake], timeout=0.25)
+        try:
+            if _scripts["acquire"](keys=[kept.key], args=[now, cap, now + lease_seconds, token, int(lease_seconds * 2000)]):
+                slot = kept.acquired(token)
+                break
+            if time.monotonic() > deadline:
+                raise ModelError("Timed out waiting for a free slot on this model endpoint.", kind="timeout")
+            if not kept.wait_for_own():  # sleep until some process releases a slot (or briefly, in case a lease expired)
+                client.blpop([kept.wake], timeout=0.25)
+        except RedisError as error:
+            # Redis restarting or briefly unreachable: wait for it, within the same deadline
+            # (a restart that lost the leases only lets this many more calls through once).
+            if time.monotonic() > deadline:
+                raise ModelError(f"Could not reach Redis for a slot on this model endpoint ({error}).", kind="timeout") from error
+            if not unreachable:
+                logger.warning("Redis is unreachable for endpoint slots (%s); waiting for it", error)
+            unreachable += 1
+            time.sleep(min(0.1 * 2**unreachable, 2.0))
     try:
         yield
     finally:

@@ -65,17 +65,18 @@ def packs_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
     return len(ids)
 
 
-def pack_build(*, pack_id: int) -> None:
+def pack_build(*, pack_id: int, delivery: str | None = None) -> None:
     """Build the pack file. Safe to run twice and after a killed worker:
 
     - a queued pack is claimed by a conditional update;
-    - a pack left 'building' by a worker that died is taken over (the broker only
-      redelivers the job when its worker is gone), up to MAX_ATTEMPTS;
+    - a pack left 'building' by a worker that died is taken over by the same message coming
+      back (`delivery`, its task id: the broker redelivers it only when its worker is gone),
+      or by any once it is past the build's time limit, up to MAX_ATTEMPTS (core.jobs);
     - a ready or failed pack is left alone.
     The zip is deterministic, so a rebuild produces the same bytes.
     """
     if not claim_job(Pack, pack_id, states=BUILD_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The build was interrupted too many times.",
-                     started_at=timezone.now(), progress=0):
+                     delivery=delivery, stale_before=timezone.now() - BUILD_TIME_LIMIT, progress=0):
         return
     pack = Pack.objects.select_related("project").get(pk=pack_id)
     try:

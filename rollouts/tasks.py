@@ -1,5 +1,4 @@
 from celery import shared_task
-from celery.signals import worker_ready
 from django.db import OperationalError
 
 from rollouts.grading.services import GRADE_TIME_LIMIT
@@ -16,23 +15,9 @@ def run_rollout(rollout_id: int) -> None:
     rollout_execute(rollout_id=rollout_id)
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, time_limit=GRADE_TIME_LIMIT.total_seconds(), autoretry_for=(OperationalError,),
-             retry_backoff=True, max_retries=8)
-def grade_attempt(grade_id: int) -> None:
+@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, time_limit=GRADE_TIME_LIMIT.total_seconds(),
+             autoretry_for=(OperationalError,), retry_backoff=True, max_retries=8)
+def grade_attempt(self, grade_id: int) -> None:
     from rollouts.grading.services import grade_execute
 
-    grade_execute(grade_id=grade_id)
-
-
-@worker_ready.connect
-def recover_rollouts(**kwargs) -> None:
-    from rollouts.services import rollouts_recover
-
-    rollouts_recover()
-
-
-@worker_ready.connect
-def recover_grades(**kwargs) -> None:
-    from rollouts.grading.services import grades_recover
-
-    grades_recover()
+    grade_execute(grade_id=grade_id, delivery=self.request.id)

@@ -101,17 +101,18 @@ def _stop(worker: WorkerProcess) -> None:
         worker.process.wait(timeout=10)
 
 
-def start_worker(log_dir: Path, *, concurrency: int = 2, queues: tuple[str, ...] = WORKER_QUEUES) -> WorkerProcess:
+def start_worker(log_dir: Path, *, concurrency: int = 2, queues: tuple[str, ...] = WORKER_QUEUES, broker_url: str | None = None) -> WorkerProcess:
     """Start a worker subprocess on the test database and the real broker and wait until it
     is ready. It does not purge the queues: a test that kills a worker starts the next one
     with this, and what the killed worker left behind must still be there. The caller
     stops it (stop_worker). The environment is this process's, read now: a variable a test
-    sets (CELERY_VISIBILITY_TIMEOUT) reaches the worker."""
+    sets (CELERY_VISIBILITY_TIMEOUT) reaches the worker. `broker_url`: another broker than
+    settings' (a test's own Redis server)."""
     nodename = f"test-{uuid.uuid4().hex[:8]}@localhost"
     env = {
         **os.environ,
         "DATABASE_URL": database_url_for_subprocess(),
-        "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,
+        "CELERY_BROKER_URL": broker_url or settings.CELERY_BROKER_URL,
         "MEDIA_ROOT": str(settings.MEDIA_ROOT),
         "DEBUG": os.environ.get("DEBUG") or "1",
         "CELERY_TASK_ALWAYS_EAGER": "0",

@@ -149,11 +149,12 @@ def draft_run_progress(*, run: DraftRun) -> dict:
 
 # --- The worker side -----------------------------------------------------------------------
 
-def draft_job_execute(*, job_id: int) -> None:
+def draft_job_execute(*, job_id: int, delivery: str | None = None) -> None:
     """Draft one document. Safe to run twice; a worker killed mid-job leaves the job
-    running, and the broker's redelivery re-claims it (up to MAX_ATTEMPTS)."""
+    running, and the broker's redelivery of `delivery` (the message's task id) re-claims it
+    (up to MAX_ATTEMPTS); see core.jobs."""
     if not claim_job(DraftJob, job_id, states=JOB_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The drafting worker was interrupted too many times.",
-                     started_at=timezone.now()):
+                     delivery=delivery, stale_before=timezone.now() - JOB_TIME_LIMIT):
         return
     job = DraftJob.objects.select_related("run", "run__endpoint", "document", "document__world").get(pk=job_id)
     document, run = job.document, job.run

@@ -64,12 +64,12 @@ def grades_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
     return len(ids)
 
 
-def grade_execute(*, grade_id: int) -> None:
+def grade_execute(*, grade_id: int, delivery: str | None = None) -> None:
     """Grade one attempt. Safe to run twice; a worker killed mid-grade leaves the grade
-    running, and the broker's redelivery re-claims it (up to MAX_ATTEMPTS), keeping the
-    verdicts already saved."""
+    running, and the broker's redelivery of `delivery` (the message's task id) re-claims it
+    (up to MAX_ATTEMPTS; see core.jobs), keeping the verdicts already saved."""
     if not claim_job(Grade, grade_id, states=GRADE_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The grading worker was interrupted too many times.",
-                     started_at=timezone.now()):
+                     delivery=delivery, stale_before=timezone.now() - GRADE_TIME_LIMIT):
         return
     grade = Grade.objects.select_related("rubric_version", "judge_endpoint", "rollout__batch__env_task__world", "rollout__overlay", "probe__run").get(pk=grade_id)
     rubric = grade.rubric_version

@@ -1,6 +1,8 @@
 import json
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from authoring import services as authoring_services
 from authoring.models import RubricVersion
@@ -178,32 +180,48 @@ def test_regrade_after_a_rubric_edit_keeps_the_old_grades(task, team, endpoint, 
 
 
 def test_a_grade_whose_worker_keeps_dying_fails_with_a_reason(task, endpoint, fake_llm):
-    """Each redelivery after a killed worker claims the grade again; once it is out of
-    attempts it ends, failed with a reason, instead of showing 'Grading' for ever."""
+    """Each redelivery of the message after a killed worker claims the grade again; once it
+    is out of attempts it ends, failed with a reason, instead of showing 'Grading' for ever."""
     fake_llm.responder = judge_by_keyword
     rubric = task.rubric_versions.order_by("-number").first()
     run = ProbeRun.objects.create(env_task=task, rubric_version=rubric)
     grade = grade_request(rubric_version=rubric, judge_endpoint=endpoint, probe=ProbeAnswer.objects.create(run=run, kind="test", label="t", answer="x"))
-    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, attempts=2)  # two deliveries died
-    grade_execute(grade_id=grade.pk)  # the third runs it through
+    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, attempts=2, delivery="message-1", started_at=timezone.now())  # two deliveries died
+    grade_execute(grade_id=grade.pk, delivery="message-1")  # the third runs it through
     grade.refresh_from_db()
-    assert (grade.status, grade.attempts, grade.started_at is not None) == (GradeStatus.GRADED, 3, True)
+    assert (grade.status, grade.attempts, grade.delivery) == (GradeStatus.GRADED, 3, "message-1")
 
-    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, attempts=3, graded_at=None)  # the third died too
+    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, graded_at=None)  # the third died too
     requests = len(fake_llm.requests)
-    grade_execute(grade_id=grade.pk)
+    grade_execute(grade_id=grade.pk, delivery="message-1")
     grade.refresh_from_db()
     assert grade.status == GradeStatus.FAILED and grade.error == "The grading worker was interrupted too many times."
     assert grade.graded_at is not None and len(fake_llm.requests) == requests
-    grade_execute(grade_id=grade.pk)  # a late duplicate of a failed grade does nothing
+    grade_execute(grade_id=grade.pk, delivery="message-1")  # a late duplicate of a failed grade does nothing
     assert Grade.objects.get(pk=grade.pk).status == GradeStatus.FAILED
 
 
+def test_a_second_message_for_a_running_grade_leaves_it_alone_until_it_is_past_its_time_limit(task, endpoint, fake_llm):
+    """A recovery may send one more message for a grade that was only waiting in a long
+    queue: while the first delivery runs it, the second does nothing."""
+    from rollouts.grading.services import GRADE_TIME_LIMIT
+
+    fake_llm.responder = judge_by_keyword
+    rubric = task.rubric_versions.order_by("-number").first()
+    run = ProbeRun.objects.create(env_task=task, rubric_version=rubric)
+    grade = grade_request(rubric_version=rubric, judge_endpoint=endpoint, probe=ProbeAnswer.objects.create(run=run, kind="test", label="t", answer="The price."))
+    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, attempts=1, delivery="first", started_at=timezone.now())
+    for delivery in ("second", None):  # another message; a call from outside a worker
+        grade_execute(grade_id=grade.pk, delivery=delivery)
+        assert (Grade.objects.get(pk=grade.pk).status, len(fake_llm.requests)) == (GradeStatus.RUNNING, 0)
+    # Past the task's hard time limit no run of it can be left: any message takes it over.
+    Grade.objects.filter(pk=grade.pk).update(started_at=timezone.now() - GRADE_TIME_LIMIT - timedelta(seconds=1))
+    grade_execute(grade_id=grade.pk, delivery="second")
+    grade.refresh_from_db()
+    assert (grade.status, grade.attempts, grade.delivery) == (GradeStatus.GRADED, 2, "second")
+
+
 def test_grades_whose_message_was_lost_are_sent_again_once(task, endpoint, fake_llm, django_capture_on_commit_callbacks, eager):
-    from datetime import timedelta
-
-    from django.utils import timezone
-
     from rollouts.grading.services import grades_recover
 
     fake_llm.responder = judge_by_keyword
@@ -228,9 +246,10 @@ def test_grades_whose_message_was_lost_are_sent_again_once(task, endpoint, fake_
     assert len(fake_llm.requests) == judged == 2 * 3
 
 
-def test_a_worker_start_recovers_grades():
-    from celery.signals import worker_ready
+def test_a_worker_start_recovers_every_kind_of_job():
+    import importlib
 
-    from rollouts.tasks import recover_grades
+    from config.celery import RECOVERIES
 
-    assert recover_grades in [receiver() for _, receiver in worker_ready.receivers]
+    functions = [getattr(importlib.import_module(path.rsplit(".", 1)[0]), path.rsplit(".", 1)[1]) for path in RECOVERIES]
+    assert {f.__name__ for f in functions} == {"draft_jobs_recover", "skeleton_proposals_recover", "packs_recover", "rollouts_recover", "grades_recover"}

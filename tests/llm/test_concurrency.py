@@ -15,6 +15,7 @@ from django.db import connection
 
 from llm.models import ModelCall
 from tests.fake_llm import Reply
+from tests.redis_server import own_redis  # noqa: F401
 from tests.worker import database_url_for_subprocess
 
 CALLER = textwrap.dedent(
@@ -165,3 +166,46 @@ def test_redis_failing_to_take_a_slot_back_loses_no_answer(endpoint, fake_llm, r
     assert "could not give an endpoint slot back to Redis" in caplog.text
     assert ModelCall.objects.filter(outcome="ok").count() == 2
     assert all(kept.in_use == 0 for kept in concurrency._kept.values())
+
+
+@pytest.fixture
+def slots_on_own_redis(settings, monkeypatch, own_redis):  # noqa: F811 (fixture)
+    """Slots in the test's own Redis server, which the test may stop and start."""
+    from llm import concurrency
+
+    settings.LLM_SLOTS_REDIS_URL = own_redis.url
+    # A client and scripts of its own, both put back afterwards (the scripts are bound to their client).
+    monkeypatch.setattr(concurrency, "_redis_client", None)
+    monkeypatch.setattr(concurrency, "_scripts", {})
+    concurrency._kept.clear()
+    yield own_redis
+    concurrency._give_back_all()
+    concurrency._kept.clear()
+
+
+def test_a_call_waits_for_redis_to_come_back_instead_of_failing(endpoint, fake_llm, slots_on_own_redis):
+    """A Redis restart while a rollout runs: its next model call waits for the slot store."""
+    import threading
+
+    fake_llm.responder = lambda request: Reply(content="after the restart")
+    assert _ask(endpoint) == "after the restart"  # (connected, script loaded)
+    from llm import concurrency
+
+    concurrency._give_back_all()
+    concurrency._kept.clear()
+    slots_on_own_redis.stop()
+    threading.Timer(1.0, slots_on_own_redis.start).start()  # back, empty, a second later
+    started = time.monotonic()
+    assert _ask(endpoint) == "after the restart"
+    assert 0.9 < time.monotonic() - started < 10
+
+
+def test_a_call_gives_up_when_redis_stays_away_past_the_slot_wait(endpoint, slots_on_own_redis):
+    from llm import concurrency
+    from llm.errors import ModelError
+
+    slots_on_own_redis.stop()
+    slot = concurrency.endpoint_slot(endpoint_id=endpoint.pk, cap=2, lease_seconds=5, wait_seconds=1.0)
+    with pytest.raises(ModelError, match="Could not reach Redis for a slot on this model endpoint") as caught, slot:
+        pass
+    assert caught.value.kind == "timeout"

@@ -1,0 +1,55 @@
+"""Noticing that a Redis broker lost its data.
+
+A Redis that restarts without persistence (the Debian default here; a cache-configured
+Redis anywhere) forgets every message it held: the jobs the database says are queued
+would wait until some worker restarted. So a worker sets a mark key in the broker's
+database as it starts, and looks for it every `BROKER_WATCH_SECONDS`; a missing mark means
+the broker lost its data (restarted, flushed, or evicted the key under memory pressure),
+and the worker that sets it again sends every queued job once more (`on_loss`). Setting it
+is one `SET NX`, so of several workers only one does. The claims (core.jobs, and the
+rollouts' heartbeat) make a message too many harmless.
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+import redis
+
+logger = logging.getLogger(__name__)
+MARK = "taskwright:broker-mark"
+
+
+def is_redis(url: str) -> bool:
+    return url.startswith(("redis://", "rediss://"))
+
+
+def mark_was_missing(client: redis.Redis) -> bool:
+    """Set the mark; True if it was not there."""
+    return bool(client.set(MARK, str(time.time()), nx=True))
+
+
+class BrokerWatch(threading.Thread):
+    """Every `seconds`, calls `on_loss` when the broker's mark is gone. A broker that is
+    down is only looked at again next time (Celery reconnects on its own)."""
+
+    def __init__(self, url: str, seconds: float, on_loss: Callable[[], object]) -> None:
+        super().__init__(name="broker-watch", daemon=True)
+        self.client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+        self.seconds = seconds
+        self.on_loss = on_loss
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.seconds):
+            try:
+                lost = mark_was_missing(self.client)
+            except redis.RedisError:
+                continue
+            if lost:
+                logger.warning("The broker lost its data (a restart without persistence?): sending the queued jobs again.")
+                try:
+                    self.on_loss()
+                except Exception:  # the next loss is still noticed
+                    logger.exception("Sending the queued jobs again failed.")
