@@ -73,12 +73,24 @@ def recover_jobs(*, queued_for: timedelta) -> int:
     return sent
 
 
+def _declare_queues() -> None:
+    """Declare every queue with its binding again. A Redis that lost its data lost kombu's
+    bindings too, and a message published to an exchange with no binding is dropped; the
+    producers' own declarations are cached per process, and the consumers declare theirs
+    again only when they reconnect (kombu's backoff reaches 30 s)."""
+    with app.connection_for_write() as connection:
+        channel = connection.default_channel
+        for queue in app.amqp.queues.values():
+            queue(channel).declare()
+
+
 def _recover_everything() -> None:
     """After the broker lost its messages: every queued job is sent again, from the watch's
     own thread, which then closes its database connection (it may wait days for the next)."""
     from django.db import connections
 
     try:
+        _declare_queues()  # before the jobs are read, so a job a web request queues meanwhile is covered either way
         recover_jobs(queued_for=timedelta(0))
     finally:
         connections.close_all()
@@ -93,11 +105,13 @@ def _recover_jobs(**kwargs) -> None:
     from core.broker import BrokerWatch, is_redis, mark_was_missing
 
     url = settings.CELERY_BROKER_URL
+    lost = False
     if is_redis(url) and settings.BROKER_WATCH_SECONDS > 0:
         watch = BrokerWatch(url, settings.BROKER_WATCH_SECONDS, _recover_everything)
         try:
-            mark_was_missing(watch.client)  # (this start's recovery covers a loss before it)
+            lost = mark_was_missing(watch.client)  # a first start, or the broker lost its data before this one
         except Exception:
             logger.exception("Could not mark the broker.")
         watch.start()
-    recover_jobs(queued_for=timedelta(minutes=1))
+    # After a loss every queued job's message is gone, however recently it was sent.
+    recover_jobs(queued_for=timedelta(0) if lost else timedelta(minutes=1))

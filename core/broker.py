@@ -5,11 +5,13 @@ Redis anywhere) forgets every message it held: the jobs the database says are qu
 would wait until some worker restarted. So a worker sets a mark key in the broker's
 database as it starts, and looks for it every `BROKER_WATCH_SECONDS`; a missing mark means
 the broker lost its data (restarted, flushed, or evicted the key under memory pressure),
-and the worker that sets it again sends every queued job once more (`on_loss`). Setting it
-is one `SET NX`, so of several workers only one does. The claims (core.jobs, and the
-rollouts' heartbeat) make a message too many harmless.
+and the worker that sets it again sends every queued job once more (`on_loss`; if that fails,
+the mark is removed again, so the next look tries again). Setting it is one `SET NX`, so of
+several workers only one does. The claims (core.jobs, and the rollouts' heartbeat) make a
+message too many harmless (for skeleton proposals, it may cost one more model call).
 """
 
+import contextlib
 import logging
 import threading
 import time
@@ -51,5 +53,7 @@ class BrokerWatch(threading.Thread):
                 logger.warning("The broker lost its data (a restart without persistence?): sending the queued jobs again.")
                 try:
                     self.on_loss()
-                except Exception:  # the next loss is still noticed
-                    logger.exception("Sending the queued jobs again failed.")
+                except Exception:
+                    logger.exception("Sending the queued jobs again failed; trying again in %s s.", self.seconds)
+                    with contextlib.suppress(redis.RedisError):
+                        self.client.delete(MARK)  # so that this worker (or another) tries again

@@ -7,9 +7,12 @@ every task's time limit, has passed).
 `claim_job` takes the job for this delivery by one conditional UPDATE:
 
 - a queued job;
-- a running one, when this is the message that took it coming back (its worker died), or
-  when it started longer ago than the task's hard time limit (no healthy run can be left:
-  the limit kills it), while it has attempts left.
+- a running one, when this is the message that took it coming back (its worker died: the
+  broker redelivers a message only then, or after the visibility timeout), or when it
+  started longer ago than the task's hard time limit, while it has attempts left. Under the
+  prefork pool the limit kills a run that long; the thread pool does not enforce Celery's
+  limits, so there a run past its limit can be taken over while it still runs (a heartbeat,
+  as rollouts have, would close that).
 
 A second message for a job that is running (a recovery sent one more for a job that was
 only waiting in a long queue, say) leaves it alone, so a job never runs twice at once. A

@@ -29,7 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from django.conf import settings
-from redis.exceptions import RedisError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from llm.errors import ModelError
 
@@ -217,9 +218,10 @@ def _redis_slot(endpoint_id: int, cap: int, lease_seconds: float, wait_seconds: 
                 raise ModelError("Timed out waiting for a free slot on this model endpoint.", kind="timeout")
             if not kept.wait_for_own():  # sleep until some process releases a slot (or briefly, in case a lease expired)
                 client.blpop([kept.wake], timeout=0.25)
-        except RedisError as error:
-            # Redis restarting or briefly unreachable: wait for it, within the same deadline
-            # (a restart that lost the leases only lets this many more calls through once).
+        except (RedisConnectionError, RedisTimeoutError) as error:
+            # Redis restarting (loading included) or briefly unreachable: wait for it, within the
+            # same deadline (a restart that lost the leases only lets this many more calls through
+            # once). Any other Redis error is a fault to report, not to wait out.
             if time.monotonic() > deadline:
                 raise ModelError(f"Could not reach Redis for a slot on this model endpoint ({error}).", kind="timeout") from error
             if not unreachable:

@@ -244,12 +244,3 @@ def test_grades_whose_message_was_lost_are_sent_again_once(task, endpoint, fake_
     for grade in (lost, died):  # a second delivery of either changes nothing
         grade_execute(grade_id=grade.pk)
     assert len(fake_llm.requests) == judged == 2 * 3
-
-
-def test_a_worker_start_recovers_every_kind_of_job():
-    import importlib
-
-    from config.celery import RECOVERIES
-
-    functions = [getattr(importlib.import_module(path.rsplit(".", 1)[0]), path.rsplit(".", 1)[1]) for path in RECOVERIES]
-    assert {f.__name__ for f in functions} == {"draft_jobs_recover", "skeleton_proposals_recover", "packs_recover", "rollouts_recover", "grades_recover"}

@@ -173,6 +173,8 @@ def slots_on_own_redis(settings, monkeypatch, own_redis):  # noqa: F811 (fixture
     """Slots in the test's own Redis server, which the test may stop and start."""
     from llm import concurrency
 
+    concurrency._give_back_all()  # (slots an earlier test kept go back to their own Redis)
+    concurrency._kept.clear()
     settings.LLM_SLOTS_REDIS_URL = own_redis.url
     # A client and scripts of its own, both put back afterwards (the scripts are bound to their client).
     monkeypatch.setattr(concurrency, "_redis_client", None)
@@ -194,10 +196,14 @@ def test_a_call_waits_for_redis_to_come_back_instead_of_failing(endpoint, fake_l
     concurrency._give_back_all()
     concurrency._kept.clear()
     slots_on_own_redis.stop()
-    threading.Timer(1.0, slots_on_own_redis.start).start()  # back, empty, a second later
-    started = time.monotonic()
-    assert _ask(endpoint) == "after the restart"
-    assert 0.9 < time.monotonic() - started < 10
+    restart = threading.Timer(1.0, slots_on_own_redis.start)  # back, empty, a second later
+    restart.start()
+    try:
+        started = time.monotonic()
+        assert _ask(endpoint) == "after the restart"
+        assert 0.9 < time.monotonic() - started < 10
+    finally:
+        restart.join()
 
 
 def test_a_call_gives_up_when_redis_stays_away_past_the_slot_wait(endpoint, slots_on_own_redis):
