@@ -262,7 +262,7 @@ class DraftJob(models.Model):
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=0)
     attempts = models.PositiveSmallIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
-    delivery = models.CharField(max_length=64, blank=True, help_text="The Celery task id of the message that last took it.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="The last sign of life of the worker running it (core.jobs).")
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

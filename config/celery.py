@@ -44,13 +44,20 @@ WORKER_IMPORTS = ("rollouts.agent", "rollouts.grading.services", "authoring.serv
 
 
 @worker_init.connect
+def _beat_job_heartbeats(**kwargs) -> None:
+    from core.jobs import enable_pulse
+
+    enable_pulse()
+
+
+@worker_init.connect
 def _import_task_code(**kwargs) -> None:
     for name in WORKER_IMPORTS:
         importlib.import_module(name)
 
 
 # Each sends again the jobs of one kind whose broker message may be lost: queued for a while,
-# or running past their task's time limit (the filesystem broker never redelivers). The claims
+# or running with a stale heartbeat (the filesystem broker never redelivers). The claims
 # make a message too many harmless (core.jobs; the rollouts' heartbeat).
 RECOVERIES = (
     "authoring.services.drafting.draft_jobs_recover",

@@ -188,6 +188,10 @@ WORKER_SWITCH_INTERVAL = float(os.environ.get("WORKER_SWITCH_INTERVAL") or 0.02)
 # How often a worker checks that a Redis broker still holds its data; after a loss (a restart
 # without persistence) every queued job is sent again (core.broker). 0 turns the watch off.
 BROKER_WATCH_SECONDS = float(os.environ.get("BROKER_WATCH_SECONDS") or 10)
+# A running drafting job, pack build or grade whose worker gave no sign of life for this long
+# is taken over by the next message for it; a worker beats each of its jobs every quarter of
+# it (core.jobs). Tests shorten it.
+JOB_STALE_SECONDS = float(os.environ.get("JOB_STALE_SECONDS") or 60)
 
 CACHE_URL = os.environ.get("CACHE_URL") or REDIS_URL
 if CACHE_URL:

@@ -1,34 +1,41 @@
-"""Claiming a background job: a row with a status, an attempts counter, `started_at` and
-`delivery` (the Celery task id of the message that last took it), run by a Celery task with
-`acks_late` and `reject_on_worker_lost`, so its message comes back when the worker running
-it dies (the broker redelivers it only then, or once the visibility timeout, set above
-every task's time limit, has passed).
+"""Claiming a background job, and keeping it alive while it runs.
 
-`claim_job` takes the job for this delivery by one conditional UPDATE:
+A job is a row with a status, an attempts counter, `started_at` and `heartbeat_at`, run by a
+Celery task with `acks_late` and `reject_on_worker_lost`, so its message comes back when the
+worker running it dies.
 
-- a queued job;
-- a running one, when this is the message that took it coming back (its worker died: the
-  broker redelivers a message only then, or after the visibility timeout), or when it
-  started longer ago than the task's hard time limit, while it has attempts left. Under the
-  prefork pool the limit kills a run that long; the thread pool does not enforce Celery's
-  limits, so there a run past its limit can be taken over while it still runs (a heartbeat,
-  as rollouts have, would close that).
+`claim_job` takes the job for this delivery by one conditional UPDATE: a queued job, or a
+running one whose heartbeat is older than `JOB_STALE_SECONDS` (its worker died), while it
+has attempts left. Two deliveries never both take it, and a second message for a job that
+is still running (a recovery sent one more for a job that was only waiting in a long queue)
+leaves it alone. A job out of attempts is failed
+with a reason the user can read, so a job whose worker keeps dying still ends.
 
-A second message for a job that is running (a recovery sent one more for a job that was
-only waiting in a long queue, say) leaves it alone, so a job never runs twice at once. A
-job out of attempts is failed with a reason the user can read, so a job whose worker keeps
-dying still ends.
+`kept_alive` beats a job's heartbeat while the block runs: one thread per worker process
+updates every job the process is running, every quarter of `JOB_STALE_SECONDS`, in one
+statement per kind of job. That holds on every pool, whatever a job waits on (Celery's
+thread pool does not enforce time limits, so a time limit cannot tell a dead run from a
+slow one). The thread runs in worker processes only (`enable_pulse`, at worker start);
+elsewhere (eager tasks, a shell, tests) the block runs without beats.
 
-Rollouts claim with a heartbeat instead (a running one is taken over only when its
-heartbeat is stale: `rollouts.agent`), because a rollout runs for many minutes.
+Rollouts beat their own heartbeat between model calls, with the cancel check
+(`rollouts.agent`).
 """
 
+import contextlib
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import timedelta
 
-from django.db import models
+from django.conf import settings
+from django.db import close_old_connections, connections, models
 from django.db.models import F, Q
 from django.utils import timezone
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -41,20 +48,92 @@ class JobStates:
     ended_at: str = "finished_at"
 
 
-def claim_job(
-    model: type[models.Model], pk: int, *, states: JobStates, max_attempts: int, gave_up: str, delivery: str | None,
-    stale_before: datetime, **values,
-) -> bool:
-    """Take job `pk` for the message `delivery` (None: a call outside a worker, never a
-    redelivery), setting `values` too; False if it is not this delivery's to run (another
-    one holds it, or it has ended) or it just ran out of attempts (then it is failed with
-    `gave_up` as its error)."""
-    its_own = Q(delivery=delivery) if delivery else Q(pk__in=[])
-    running = Q(status=states.running) & (its_own | Q(started_at__lt=stale_before))
+def stale(states: JobStates, now=None) -> Q:
+    """Running jobs whose worker gave no sign of life for JOB_STALE_SECONDS."""
+    now = now or timezone.now()
+    return Q(status=states.running, heartbeat_at__lt=now - timedelta(seconds=settings.JOB_STALE_SECONDS))
+
+
+def claim_job(model: type[models.Model], pk: int, *, states: JobStates, max_attempts: int, gave_up: str, **values) -> bool:
+    """Take job `pk` (setting `values` too); False if it is not this delivery's to run
+    (another one is running it, or it has ended) or it just ran out of attempts (then it is
+    failed with `gave_up` as its error)."""
     now = timezone.now()
-    taken = model.objects.filter(Q(status=states.queued) | (running & Q(attempts__lt=max_attempts)), pk=pk).update(
-        status=states.running, attempts=F("attempts") + 1, started_at=now, delivery=delivery or "", **values
+    dead = stale(states, now)
+    taken = model.objects.filter(Q(status=states.queued) | (dead & Q(attempts__lt=max_attempts)), pk=pk).update(
+        status=states.running, attempts=F("attempts") + 1, started_at=now, heartbeat_at=now, **values
     )
     if not taken:
-        model.objects.filter(running, pk=pk, attempts__gte=max_attempts).update(status=states.failed, error=gave_up, **{states.ended_at: now})
+        model.objects.filter(dead, pk=pk, attempts__gte=max_attempts).update(status=states.failed, error=gave_up, **{states.ended_at: now})
     return bool(taken)
+
+
+class _Pulse:
+    """The jobs this process is running, by model and running status, and the thread that
+    beats their heartbeats."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.jobs: dict[tuple[type[models.Model], str], Counter] = {}
+        self.enabled = False
+        self.thread: threading.Thread | None = None
+        self.stopped = threading.Event()
+
+    def add(self, model: type[models.Model], running: str, pk: int) -> None:
+        with self.lock:
+            self.jobs.setdefault((model, running), Counter())[pk] += 1
+            if self.enabled and (self.thread is None or not self.thread.is_alive()):
+                # (started here, not at enable: a prefork pool's children are forked after it)
+                self.thread = threading.Thread(target=self._run, name="job-pulse", daemon=True)
+                self.thread.start()
+
+    def remove(self, model: type[models.Model], running: str, pk: int) -> None:
+        with self.lock:
+            counts = self.jobs[(model, running)]
+            counts[pk] -= 1
+            if counts[pk] <= 0:
+                del counts[pk]
+
+    def beat(self) -> None:
+        """One beat: every running job of this process, one UPDATE per kind of job."""
+        with self.lock:
+            due = {key: list(counts) for key, counts in self.jobs.items() if counts}
+        if not due:
+            return
+        close_old_connections()  # (a connection the database dropped since the last beat is replaced)
+        now = timezone.now()
+        for (model, running), pks in due.items():
+            try:
+                model.objects.filter(pk__in=pks, status=running).update(heartbeat_at=now)
+            except Exception:  # the next beat tries again; a job missing enough beats is taken over
+                logger.exception("Could not beat the heartbeat of %s %s", model.__name__, pks)
+
+    def _run(self) -> None:
+        try:
+            while not self.stopped.wait(settings.JOB_STALE_SECONDS / 4):
+                self.beat()
+        finally:
+            connections.close_all()  # (this thread's own)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        if self.thread is not None:
+            self.thread.join(timeout=10)
+
+
+_pulse = _Pulse()
+
+
+def enable_pulse() -> None:
+    """In a worker process: beat the heartbeats of the jobs it runs."""
+    _pulse.enabled = True
+
+
+@contextlib.contextmanager
+def kept_alive(model: type[models.Model], pk: int, *, states: JobStates) -> Iterator[None]:
+    """While the block runs, the job's heartbeat is kept fresh (in worker processes)."""
+    _pulse.add(model, states.running, pk)
+    try:
+        yield
+    finally:
+        _pulse.remove(model, states.running, pk)

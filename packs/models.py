@@ -30,7 +30,7 @@ class Pack(TimeStampedModel):
     attempts = models.PositiveSmallIntegerField(default=0)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     started_at = models.DateTimeField(null=True, blank=True)
-    delivery = models.CharField(max_length=64, blank=True, help_text="The Celery task id of the message that last took it.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="The last sign of life of the worker running it (core.jobs).")
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -11,14 +11,13 @@ from django.utils import timezone
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from core.exceptions import ApplicationError
-from core.jobs import JobStates, claim_job
+from core.jobs import JobStates, claim_job, kept_alive, stale
 from packs.builders import build_taskwright_pack
 from packs.models import Pack, PackStatus
 from reviews.models import Submission, SubmissionStatus
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
-BUILD_TIME_LIMIT = timedelta(minutes=30)  # packs.tasks.build_pack's hard limit
 MAX_TASKS_PER_PACK = 10_000
 BUILD_STATES = JobStates(queued=PackStatus.QUEUED, running=PackStatus.BUILDING, failed=PackStatus.FAILED)
 
@@ -57,7 +56,7 @@ def packs_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
     now = timezone.now()
     ids = list(
         Pack.objects.filter(
-            Q(status=PackStatus.QUEUED, created_at__lt=now - queued_for) | Q(status=PackStatus.BUILDING, started_at__lt=now - BUILD_TIME_LIMIT)
+            Q(status=PackStatus.QUEUED, created_at__lt=now - queued_for) | stale(BUILD_STATES, now)
         ).values_list("pk", flat=True)
     )
     for pack_id in ids:
@@ -65,22 +64,21 @@ def packs_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
     return len(ids)
 
 
-def pack_build(*, pack_id: int, delivery: str | None = None) -> None:
+def pack_build(*, pack_id: int) -> None:
     """Build the pack file. Safe to run twice and after a killed worker:
 
     - a queued pack is claimed by a conditional update;
-    - a pack left 'building' by a worker that died is taken over by the same message coming
-      back (`delivery`, its task id: the broker redelivers it only when its worker is gone),
-      or by any once it is past the build's time limit, up to MAX_ATTEMPTS (core.jobs);
+    - a pack left 'building' by a worker that died (its heartbeat went stale) is taken over
+      by the next message for it, up to MAX_ATTEMPTS (core.jobs);
     - a ready or failed pack is left alone.
     The zip is deterministic, so a rebuild produces the same bytes.
     """
-    if not claim_job(Pack, pack_id, states=BUILD_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The build was interrupted too many times.",
-                     delivery=delivery, stale_before=timezone.now() - BUILD_TIME_LIMIT, progress=0):
+    if not claim_job(Pack, pack_id, states=BUILD_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The build was interrupted too many times.", progress=0):
         return
     pack = Pack.objects.select_related("project").get(pk=pack_id)
     try:
-        _write_pack_file(pack)
+        with kept_alive(Pack, pack_id, states=BUILD_STATES):
+            _write_pack_file(pack)
     except Exception as exc:  # any failure becomes a readable state, never a stuck pack
         logger.exception("pack %s failed", pack_id)
         Pack.objects.filter(pk=pack_id).update(status=PackStatus.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now())

@@ -165,7 +165,7 @@ class Grade(models.Model):
     attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
-    delivery = models.CharField(max_length=64, blank=True, help_text="The Celery task id of the message that last took it.")
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="The last sign of life of the worker running it (core.jobs).")
     graded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

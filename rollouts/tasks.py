@@ -15,9 +15,9 @@ def run_rollout(rollout_id: int) -> None:
     rollout_execute(rollout_id=rollout_id)
 
 
-@shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, time_limit=GRADE_TIME_LIMIT.total_seconds(),
+@shared_task(acks_late=True, reject_on_worker_lost=True, time_limit=GRADE_TIME_LIMIT.total_seconds(),
              autoretry_for=(OperationalError,), retry_backoff=True, max_retries=8)
-def grade_attempt(self, grade_id: int) -> None:
+def grade_attempt(grade_id: int) -> None:
     from rollouts.grading.services import grade_execute
 
-    grade_execute(grade_id=grade_id, delivery=self.request.id)
+    grade_execute(grade_id=grade_id)

@@ -28,14 +28,13 @@ from authoring.models import (
 from authoring.services.common import author_membership
 from authoring.services.documents import clean_document_fields, document_create, document_version_record
 from core.exceptions import ApplicationError
-from core.jobs import JobStates, claim_job
+from core.jobs import JobStates, claim_job, kept_alive, stale
 from llm.client import chat
 from llm.errors import ModelError
 from llm.models import CallPurpose, ModelEndpoint
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
-JOB_TIME_LIMIT = timedelta(minutes=15)  # authoring.tasks.draft_document's hard limit
 OPEN_STATUSES = (DraftJobStatus.QUEUED, DraftJobStatus.RUNNING)
 JOB_STATES = JobStates(queued=DraftJobStatus.QUEUED, running=DraftJobStatus.RUNNING, failed=DraftJobStatus.FAILED)
 
@@ -115,14 +114,14 @@ def draft_job_retry(*, job: DraftJob, user) -> DraftJob:
 
 def draft_jobs_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
     """Send again the jobs whose broker message may be lost: queued for a while, or still
-    'running' past the task's hard time limit (its worker died; the filesystem broker never
+    'running' with a stale heartbeat (its worker died; the filesystem broker never
     redelivers). Claims are conditional, so a job whose message also survived runs once.
-    Called when a worker starts."""
+    Called when a worker starts (config.celery.RECOVERIES)."""
     now = timezone.now()
     ids = list(
         DraftJob.objects.filter(
             Q(status=DraftJobStatus.QUEUED, run__created_at__lt=now - queued_for, run__cancelled_at__isnull=True)
-            | Q(status=DraftJobStatus.RUNNING, started_at__lt=now - JOB_TIME_LIMIT)
+            | stale(JOB_STATES, now)
         ).values_list("pk", flat=True)
     )
     _enqueue_jobs(ids)
@@ -149,13 +148,17 @@ def draft_run_progress(*, run: DraftRun) -> dict:
 
 # --- The worker side -----------------------------------------------------------------------
 
-def draft_job_execute(*, job_id: int, delivery: str | None = None) -> None:
+def draft_job_execute(*, job_id: int) -> None:
     """Draft one document. Safe to run twice; a worker killed mid-job leaves the job
-    running, and the broker's redelivery of `delivery` (the message's task id) re-claims it
-    (up to MAX_ATTEMPTS); see core.jobs."""
-    if not claim_job(DraftJob, job_id, states=JOB_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The drafting worker was interrupted too many times.",
-                     delivery=delivery, stale_before=timezone.now() - JOB_TIME_LIMIT):
+    running with a heartbeat that goes stale, and the broker's redelivery (or a recovery)
+    re-claims it then, up to MAX_ATTEMPTS (core.jobs)."""
+    if not claim_job(DraftJob, job_id, states=JOB_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The drafting worker was interrupted too many times."):
         return
+    with kept_alive(DraftJob, job_id, states=JOB_STATES):
+        _draft(job_id)
+
+
+def _draft(job_id: int) -> None:
     job = DraftJob.objects.select_related("run", "run__endpoint", "document", "document__world").get(pk=job_id)
     document, run = job.document, job.run
     try:

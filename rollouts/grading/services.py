@@ -16,7 +16,7 @@ from accounts.services import require_role
 from authoring.models import Criterion, GraderKind, RubricVersion
 from authoring.services import rubric_version_freeze
 from core.exceptions import ApplicationError
-from core.jobs import JobStates, claim_job
+from core.jobs import JobStates, claim_job, kept_alive, stale
 from llm.errors import ModelError
 from llm.models import ModelEndpoint
 from rollouts.grading.attempt import Attempt, attempt_of_rollout
@@ -54,23 +54,27 @@ def grade_request(*, rubric_version: RubricVersion, judge_endpoint: ModelEndpoin
 
 def grades_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
     """Send again the grades whose broker message may be lost (see draft_jobs_recover):
-    queued for a while, or still running past the task's hard time limit (its worker died;
-    the filesystem broker never redelivers). The claim makes a second message harmless."""
+    queued for a while, or still running with a stale heartbeat (its worker died; the
+    filesystem broker never redelivers). The claim makes a second message harmless."""
     now = timezone.now()
     ids = list(Grade.objects.filter(
-        Q(status=GradeStatus.QUEUED, created_at__lt=now - queued_for) | Q(status=GradeStatus.RUNNING, started_at__lt=now - GRADE_TIME_LIMIT)
+        Q(status=GradeStatus.QUEUED, created_at__lt=now - queued_for) | stale(GRADE_STATES, now)
     ).values_list("pk", flat=True))
     _enqueue(ids)
     return len(ids)
 
 
-def grade_execute(*, grade_id: int, delivery: str | None = None) -> None:
+def grade_execute(*, grade_id: int) -> None:
     """Grade one attempt. Safe to run twice; a worker killed mid-grade leaves the grade
-    running, and the broker's redelivery of `delivery` (the message's task id) re-claims it
-    (up to MAX_ATTEMPTS; see core.jobs), keeping the verdicts already saved."""
-    if not claim_job(Grade, grade_id, states=GRADE_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The grading worker was interrupted too many times.",
-                     delivery=delivery, stale_before=timezone.now() - GRADE_TIME_LIMIT):
+    running with a heartbeat that goes stale, and the next message for it re-claims it then
+    (up to MAX_ATTEMPTS; core.jobs), keeping the verdicts already saved."""
+    if not claim_job(Grade, grade_id, states=GRADE_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The grading worker was interrupted too many times."):
         return
+    with kept_alive(Grade, grade_id, states=GRADE_STATES):
+        _grade(grade_id)
+
+
+def _grade(grade_id: int) -> None:
     grade = Grade.objects.select_related("rubric_version", "judge_endpoint", "rollout__batch__env_task__world", "rollout__overlay", "probe__run").get(pk=grade_id)
     rubric = grade.rubric_version
     rubric_version_freeze(rubric_version=rubric)  # it has graded something: immutable from now on

@@ -261,7 +261,8 @@ def test_jobs_whose_message_was_lost_are_sent_again_once(team, drafting_world, e
         run = drafting.draft_run_start(world=drafting_world, user=team.author, endpoint=endpoint)
     queued, running = run.jobs.order_by("id")
     # A worker took the second job and died an hour ago; the first job's message was lost.
-    DraftJob.objects.filter(pk=running.pk).update(status=DraftJobStatus.RUNNING, attempts=1, started_at=timezone.now() - timedelta(hours=1))
+    hour_ago = timezone.now() - timedelta(hours=1)
+    DraftJob.objects.filter(pk=running.pk).update(status=DraftJobStatus.RUNNING, attempts=1, started_at=hour_ago, heartbeat_at=hour_ago)
     DraftRun.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(hours=1))
     assert drafting.draft_jobs_recover() == 2  # sent again (and, eagerly, run)
     for job in (queued, running):  # a second delivery of either changes nothing

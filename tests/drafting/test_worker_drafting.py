@@ -213,6 +213,9 @@ def short_visibility_timeout(monkeypatch) -> None:
             "queue folder when a worker fetches it and keeps it unacknowledged only in that worker's memory."
         )
     monkeypatch.setenv("CELERY_VISIBILITY_TIMEOUT", str(SHORT_VISIBILITY_TIMEOUT))
+    # The killed worker's jobs stop beating at once; the redelivery after the visibility
+    # timeout finds their heartbeats this much older and takes them over.
+    monkeypatch.setenv("JOB_STALE_SECONDS", str(SHORT_VISIBILITY_TIMEOUT / 2))
 
 
 @pytest.fixture

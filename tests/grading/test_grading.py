@@ -180,45 +180,47 @@ def test_regrade_after_a_rubric_edit_keeps_the_old_grades(task, team, endpoint, 
 
 
 def test_a_grade_whose_worker_keeps_dying_fails_with_a_reason(task, endpoint, fake_llm):
-    """Each redelivery of the message after a killed worker claims the grade again; once it
-    is out of attempts it ends, failed with a reason, instead of showing 'Grading' for ever."""
+    """Each delivery after a killed worker (its heartbeat went stale) claims the grade again;
+    once it is out of attempts it ends, failed with a reason, instead of showing 'Grading'
+    for ever."""
     fake_llm.responder = judge_by_keyword
     rubric = task.rubric_versions.order_by("-number").first()
     run = ProbeRun.objects.create(env_task=task, rubric_version=rubric)
     grade = grade_request(rubric_version=rubric, judge_endpoint=endpoint, probe=ProbeAnswer.objects.create(run=run, kind="test", label="t", answer="x"))
-    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, attempts=2, delivery="message-1", started_at=timezone.now())  # two deliveries died
-    grade_execute(grade_id=grade.pk, delivery="message-1")  # the third runs it through
+    dead = timezone.now() - timedelta(hours=1)
+    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, attempts=2, heartbeat_at=dead)  # two deliveries died
+    grade_execute(grade_id=grade.pk)  # the third runs it through
     grade.refresh_from_db()
-    assert (grade.status, grade.attempts, grade.delivery) == (GradeStatus.GRADED, 3, "message-1")
+    assert (grade.status, grade.attempts) == (GradeStatus.GRADED, 3)
+    assert timezone.now() - grade.heartbeat_at < timedelta(minutes=1)  # the claim's sign of life
 
-    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, graded_at=None)  # the third died too
+    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, graded_at=None, heartbeat_at=dead)  # the third died too
     requests = len(fake_llm.requests)
-    grade_execute(grade_id=grade.pk, delivery="message-1")
+    grade_execute(grade_id=grade.pk)
     grade.refresh_from_db()
     assert grade.status == GradeStatus.FAILED and grade.error == "The grading worker was interrupted too many times."
     assert grade.graded_at is not None and len(fake_llm.requests) == requests
-    grade_execute(grade_id=grade.pk, delivery="message-1")  # a late duplicate of a failed grade does nothing
+    grade_execute(grade_id=grade.pk)  # a late duplicate of a failed grade does nothing
     assert Grade.objects.get(pk=grade.pk).status == GradeStatus.FAILED
 
 
-def test_a_second_message_for_a_running_grade_leaves_it_alone_until_it_is_past_its_time_limit(task, endpoint, fake_llm):
+def test_a_second_message_for_a_running_grade_leaves_it_alone_while_its_worker_is_alive(task, endpoint, fake_llm, settings):
     """A recovery may send one more message for a grade that was only waiting in a long
-    queue: while the first delivery runs it, the second does nothing."""
-    from rollouts.grading.services import GRADE_TIME_LIMIT
-
+    queue: while the first delivery's worker beats its heartbeat, the second does nothing,
+    however long the grade has been running; once the beats stop, it takes over."""
     fake_llm.responder = judge_by_keyword
     rubric = task.rubric_versions.order_by("-number").first()
     run = ProbeRun.objects.create(env_task=task, rubric_version=rubric)
     grade = grade_request(rubric_version=rubric, judge_endpoint=endpoint, probe=ProbeAnswer.objects.create(run=run, kind="test", label="t", answer="The price."))
-    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, attempts=1, delivery="first", started_at=timezone.now())
-    for delivery in ("second", None):  # another message; a call from outside a worker
-        grade_execute(grade_id=grade.pk, delivery=delivery)
-        assert (Grade.objects.get(pk=grade.pk).status, len(fake_llm.requests)) == (GradeStatus.RUNNING, 0)
-    # Past the task's hard time limit no run of it can be left: any message takes it over.
-    Grade.objects.filter(pk=grade.pk).update(started_at=timezone.now() - GRADE_TIME_LIMIT - timedelta(seconds=1))
-    grade_execute(grade_id=grade.pk, delivery="second")
+    now = timezone.now()
+    fresh = now - timedelta(seconds=settings.JOB_STALE_SECONDS - 5)
+    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, attempts=1, started_at=now - timedelta(hours=2), heartbeat_at=fresh)
+    grade_execute(grade_id=grade.pk)
+    assert (Grade.objects.get(pk=grade.pk).status, len(fake_llm.requests)) == (GradeStatus.RUNNING, 0)
+    Grade.objects.filter(pk=grade.pk).update(heartbeat_at=now - timedelta(seconds=settings.JOB_STALE_SECONDS + 5))
+    grade_execute(grade_id=grade.pk)
     grade.refresh_from_db()
-    assert (grade.status, grade.attempts, grade.delivery) == (GradeStatus.GRADED, 2, "second")
+    assert (grade.status, grade.attempts) == (GradeStatus.GRADED, 2)
 
 
 def test_grades_whose_message_was_lost_are_sent_again_once(task, endpoint, fake_llm, django_capture_on_commit_callbacks, eager):
@@ -234,8 +236,8 @@ def test_grades_whose_message_was_lost_are_sent_again_once(task, endpoint, fake_
         )
     hour_ago = timezone.now() - timedelta(hours=1)
     Grade.objects.filter(pk__in=[lost.pk, died.pk, busy.pk]).update(created_at=hour_ago)
-    Grade.objects.filter(pk=died.pk).update(status=GradeStatus.RUNNING, attempts=1, started_at=hour_ago)  # its worker died an hour ago
-    Grade.objects.filter(pk=busy.pk).update(status=GradeStatus.RUNNING, attempts=1, started_at=timezone.now())  # running now: left alone
+    Grade.objects.filter(pk=died.pk).update(status=GradeStatus.RUNNING, attempts=1, started_at=hour_ago, heartbeat_at=hour_ago)  # its worker died an hour ago
+    Grade.objects.filter(pk=busy.pk).update(status=GradeStatus.RUNNING, attempts=1, started_at=hour_ago, heartbeat_at=timezone.now())  # alive: left alone
     assert grades_recover() == 2  # sent again and, eagerly, run
     assert {g.pk: g.status for g in Grade.objects.all()} == {
         lost.pk: GradeStatus.GRADED, died.pk: GradeStatus.GRADED, fresh.pk: GradeStatus.QUEUED, busy.pk: GradeStatus.RUNNING,
