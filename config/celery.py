@@ -2,6 +2,7 @@ import importlib
 import logging
 import os
 import sys
+import threading
 from datetime import timedelta
 
 from celery import Celery
@@ -68,8 +69,9 @@ RECOVERIES = (
 )
 
 
-def recover_jobs(*, queued_for: timedelta) -> int:
-    """Run every recovery; one that fails is logged and the others still run."""
+def recover_jobs(*, queued_for: timedelta | None) -> int:
+    """Run every recovery; one that fails is logged and the others still run.
+    `queued_for=None`: only the running jobs whose heartbeat is stale."""
     sent = 0
     for path in RECOVERIES:
         module, name = path.rsplit(".", 1)
@@ -103,10 +105,26 @@ def _recover_everything() -> None:
         connections.close_all()
 
 
+def _resend_stale_jobs(stopped: threading.Event) -> None:
+    """Every JOB_STALE_SECONDS: send again the running jobs whose heartbeat went stale. Their
+    worker died, and the message that came back for them may have been dropped while the
+    heartbeat still looked fresh (a prefork child's job comes back at once), or lost with a
+    filesystem broker."""
+    from django.conf import settings
+    from django.db import connections
+
+    while not stopped.wait(settings.JOB_STALE_SECONDS):
+        try:
+            recover_jobs(queued_for=None)
+        finally:
+            connections.close_all()
+
+
 @worker_ready.connect
 def _recover_jobs(**kwargs) -> None:
-    """As a worker starts: send again what may be lost, then watch a Redis broker for a
-    loss of its data (core.broker), after which every queued job is sent again."""
+    """As a worker starts: send again what may be lost; then, from then on, the running jobs
+    that go stale, and, on a Redis broker, every queued job after a loss of its data
+    (core.broker)."""
     from django.conf import settings
 
     from core.broker import BrokerWatch, is_redis, mark_was_missing
@@ -122,3 +140,4 @@ def _recover_jobs(**kwargs) -> None:
         watch.start()
     # After a loss every queued job's message is gone, however recently it was sent.
     recover_jobs(queued_for=timedelta(0) if lost else timedelta(minutes=1))
+    threading.Thread(target=_resend_stale_jobs, args=(threading.Event(),), name="stale-jobs", daemon=True).start()

@@ -189,9 +189,12 @@ WORKER_SWITCH_INTERVAL = float(os.environ.get("WORKER_SWITCH_INTERVAL") or 0.02)
 # without persistence) every queued job is sent again (core.broker). 0 turns the watch off.
 BROKER_WATCH_SECONDS = float(os.environ.get("BROKER_WATCH_SECONDS") or 10)
 # A running drafting job, pack build or grade whose worker gave no sign of life for this long
-# is taken over by the next message for it; a worker beats each of its jobs every quarter of
-# it (core.jobs). Tests shorten it.
+# is taken over by the next message for it; a worker beats each of its jobs every sixth of
+# it, and looks for stale jobs to send again every JOB_STALE_SECONDS (core.jobs, config.celery).
+# Tests shorten it.
 JOB_STALE_SECONDS = float(os.environ.get("JOB_STALE_SECONDS") or 60)
+if JOB_STALE_SECONDS <= 0:
+    raise ImproperlyConfigured("JOB_STALE_SECONDS must be a number of seconds above 0.")
 
 CACHE_URL = os.environ.get("CACHE_URL") or REDIS_URL
 if CACHE_URL:

@@ -12,7 +12,7 @@ leaves it alone. A job out of attempts is failed
 with a reason the user can read, so a job whose worker keeps dying still ends.
 
 `kept_alive` beats a job's heartbeat while the block runs: one thread per worker process
-updates every job the process is running, every quarter of `JOB_STALE_SECONDS`, in one
+updates every job the process is running, every sixth of `JOB_STALE_SECONDS`, in one
 statement per kind of job. That holds on every pool, whatever a job waits on (Celery's
 thread pool does not enforce time limits, so a time limit cannot tell a dead run from a
 slow one). The thread runs in worker processes only (`enable_pulse`, at worker start);
@@ -36,6 +36,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
+# A job is stale after this many missed beats (a beat may wait out SQLite's 20 s lock timeout).
+BEATS_PER_STALE = 6
 
 
 @dataclass(frozen=True)
@@ -49,9 +51,10 @@ class JobStates:
 
 
 def stale(states: JobStates, now=None) -> Q:
-    """Running jobs whose worker gave no sign of life for JOB_STALE_SECONDS."""
+    """Running jobs whose worker gave no sign of life for JOB_STALE_SECONDS (or that a
+    failed run left without a heartbeat)."""
     now = now or timezone.now()
-    return Q(status=states.running, heartbeat_at__lt=now - timedelta(seconds=settings.JOB_STALE_SECONDS))
+    return Q(status=states.running) & (Q(heartbeat_at__lt=now - timedelta(seconds=settings.JOB_STALE_SECONDS)) | Q(heartbeat_at__isnull=True))
 
 
 def claim_job(model: type[models.Model], pk: int, *, states: JobStates, max_attempts: int, gave_up: str, **values) -> bool:
@@ -110,8 +113,11 @@ class _Pulse:
 
     def _run(self) -> None:
         try:
-            while not self.stopped.wait(settings.JOB_STALE_SECONDS / 4):
-                self.beat()
+            while not self.stopped.wait(settings.JOB_STALE_SECONDS / BEATS_PER_STALE):
+                try:
+                    self.beat()
+                except Exception:  # the thread must outlive any one beat: the jobs depend on it
+                    logger.exception("A heartbeat beat failed")
         finally:
             connections.close_all()  # (this thread's own)
 
@@ -131,9 +137,15 @@ def enable_pulse() -> None:
 
 @contextlib.contextmanager
 def kept_alive(model: type[models.Model], pk: int, *, states: JobStates) -> Iterator[None]:
-    """While the block runs, the job's heartbeat is kept fresh (in worker processes)."""
+    """While the block runs, the job's heartbeat is kept fresh (in worker processes). If the
+    block raises with the job still running (the task will be retried: a database that
+    went away, say), the heartbeat is cleared, so the next message may take the job at once."""
     _pulse.add(model, states.running, pk)
     try:
         yield
+    except BaseException:
+        with contextlib.suppress(Exception):
+            model.objects.filter(pk=pk, status=states.running).update(heartbeat_at=None)
+        raise
     finally:
         _pulse.remove(model, states.running, pk)

@@ -49,16 +49,15 @@ def pack_create(*, project_id: int, user, name: str, submission_ids: list[int]) 
     return pack
 
 
-def packs_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
+def packs_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> int:
     """Send again the builds whose broker message may be lost (see draft_jobs_recover)."""
     from packs.tasks import build_pack
 
     now = timezone.now()
-    ids = list(
-        Pack.objects.filter(
-            Q(status=PackStatus.QUEUED, created_at__lt=now - queued_for) | stale(BUILD_STATES, now)
-        ).values_list("pk", flat=True)
-    )
+    lost = stale(BUILD_STATES, now)
+    if queued_for is not None:
+        lost |= Q(status=PackStatus.QUEUED, created_at__lt=now - queued_for)
+    ids = list(Pack.objects.filter(lost).values_list("pk", flat=True))
     for pack_id in ids:
         build_pack.delay(pack_id)
     return len(ids)
@@ -81,7 +80,7 @@ def pack_build(*, pack_id: int) -> None:
             _write_pack_file(pack)
     except Exception as exc:  # any failure becomes a readable state, never a stuck pack
         logger.exception("pack %s failed", pack_id)
-        Pack.objects.filter(pk=pack_id).update(status=PackStatus.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now())
+        Pack.objects.filter(pk=pack_id, status=PackStatus.BUILDING).update(status=PackStatus.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now())
 
 
 def _write_pack_file(pack: Pack) -> None:
@@ -105,7 +104,7 @@ def _write_pack_file(pack: Pack) -> None:
         if pack.file:
             pack.file.delete(save=False)
         stored_name = pack.file.storage.save(f"packs/{pack.project.slug}/{pack.filename}", File(out))
-    Pack.objects.filter(pk=pack.pk).update(
+    Pack.objects.filter(pk=pack.pk, status=PackStatus.BUILDING).update(
         status=PackStatus.READY,
         progress=100,
         file=stored_name,

@@ -95,16 +95,15 @@ def rollout_batch_cancel(*, batch: RolloutBatch, user) -> int:
     return cancelled
 
 
-def rollouts_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
+def rollouts_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> int:
     """Send again rollouts whose broker message may be lost (see draft_jobs_recover): queued
     for a while, or running with a stale heartbeat (their worker died). The claim takes a
     running rollout over only when its heartbeat is stale, so a live one is never doubled."""
     now = timezone.now()
-    stale = now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS)
-    ids = list(Rollout.objects.filter(
-        Q(status=RolloutStatus.QUEUED, batch__created_at__lt=now - queued_for, batch__cancelled_at__isnull=True)
-        | Q(status=RolloutStatus.RUNNING, heartbeat_at__lt=stale)
-    ).values_list("pk", flat=True))
+    lost = Q(status=RolloutStatus.RUNNING, heartbeat_at__lt=now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS))
+    if queued_for is not None:  # (None: only the running ones, see draft_jobs_recover)
+        lost |= Q(status=RolloutStatus.QUEUED, batch__created_at__lt=now - queued_for, batch__cancelled_at__isnull=True)
+    ids = list(Rollout.objects.filter(lost).values_list("pk", flat=True))
     _enqueue(ids)
     return len(ids)
 

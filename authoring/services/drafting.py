@@ -112,18 +112,18 @@ def draft_job_retry(*, job: DraftJob, user) -> DraftJob:
     return job
 
 
-def draft_jobs_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
+def draft_jobs_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> int:
     """Send again the jobs whose broker message may be lost: queued for a while, or still
     'running' with a stale heartbeat (its worker died; the filesystem broker never
-    redelivers). Claims are conditional, so a job whose message also survived runs once.
-    Called when a worker starts (config.celery.RECOVERIES)."""
+    redelivers, and a message that came back while the heartbeat was still fresh was
+    dropped). Claims are conditional, so a job whose message also survived runs once.
+    Called when a worker starts and every JOB_STALE_SECONDS (config.celery.RECOVERIES);
+    `queued_for=None`: only the running ones."""
     now = timezone.now()
-    ids = list(
-        DraftJob.objects.filter(
-            Q(status=DraftJobStatus.QUEUED, run__created_at__lt=now - queued_for, run__cancelled_at__isnull=True)
-            | stale(JOB_STATES, now)
-        ).values_list("pk", flat=True)
-    )
+    lost = stale(JOB_STATES, now)
+    if queued_for is not None:
+        lost |= Q(status=DraftJobStatus.QUEUED, run__created_at__lt=now - queued_for, run__cancelled_at__isnull=True)
+    ids = list(DraftJob.objects.filter(lost).values_list("pk", flat=True))
     _enqueue_jobs(ids)
     return len(ids)
 
@@ -233,11 +233,14 @@ def skeleton_suggest(*, world: World, user, endpoint: ModelEndpoint) -> Skeleton
     return proposal
 
 
-def skeleton_proposals_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
+def skeleton_proposals_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> int:
     """Send again the proposals whose broker message may be lost (see draft_jobs_recover).
     A proposal stays queued while the model works on it, so one a live worker is running
     now may be asked twice; the first answer is kept and the second dropped."""
     from authoring.tasks import suggest_skeleton
+
+    if queued_for is None:
+        return 0  # (a proposal has no running state to go stale)
 
     ids = list(SkeletonProposal.objects.filter(status=SkeletonProposalStatus.QUEUED, created_at__lt=timezone.now() - queued_for).values_list("pk", flat=True))
     for proposal_id in ids:

@@ -52,14 +52,15 @@ def grade_request(*, rubric_version: RubricVersion, judge_endpoint: ModelEndpoin
     return grade
 
 
-def grades_recover(*, queued_for: timedelta = timedelta(minutes=1)) -> int:
+def grades_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> int:
     """Send again the grades whose broker message may be lost (see draft_jobs_recover):
     queued for a while, or still running with a stale heartbeat (its worker died; the
     filesystem broker never redelivers). The claim makes a second message harmless."""
     now = timezone.now()
-    ids = list(Grade.objects.filter(
-        Q(status=GradeStatus.QUEUED, created_at__lt=now - queued_for) | stale(GRADE_STATES, now)
-    ).values_list("pk", flat=True))
+    lost = stale(GRADE_STATES, now)
+    if queued_for is not None:  # (None: only the running ones, see draft_jobs_recover)
+        lost |= Q(status=GradeStatus.QUEUED, created_at__lt=now - queued_for)
+    ids = list(Grade.objects.filter(lost).values_list("pk", flat=True))
     _enqueue(ids)
     return len(ids)
 
@@ -86,13 +87,13 @@ def _grade(grade_id: int) -> None:
                 _verdict(grade, criterion, attempt, project_id, rubric.judge_samples)
     except Exception as error:
         logger.exception("grade %s failed", grade_id)
-        Grade.objects.filter(pk=grade_id).update(status=GradeStatus.FAILED, error=f"Internal error ({type(error).__name__}).", graded_at=timezone.now())
+        Grade.objects.filter(pk=grade_id, status=GradeStatus.RUNNING).update(status=GradeStatus.FAILED, error=f"Internal error ({type(error).__name__}).", graded_at=timezone.now())
         return
     verdicts = list(grade.verdicts.select_related("criterion"))
     failed = [v for v in verdicts if v.met is None]
     if failed:
         reasons = "; ".join(f"criterion {v.criterion.position}: {v.error}" for v in failed[:5])
-        Grade.objects.filter(pk=grade_id).update(status=GradeStatus.FAILED, score=None, passed=None, error=reasons[:2000], graded_at=timezone.now())
+        Grade.objects.filter(pk=grade_id, status=GradeStatus.RUNNING).update(status=GradeStatus.FAILED, score=None, passed=None, error=reasons[:2000], graded_at=timezone.now())
         return
     result = score([(v.criterion.points, v.criterion.tag, v.met) for v in verdicts], threshold=rubric.pass_threshold, all_must_pass=rubric.all_must_pass)
     Grade.objects.filter(pk=grade_id, status=GradeStatus.RUNNING).update(

@@ -38,20 +38,41 @@ def test_a_running_jobs_heartbeat_is_kept_fresh_only_while_it_runs(team, pulse):
         first = Pack.objects.get(pk=pack.pk).heartbeat_at
         wait_until(lambda: Pack.objects.get(pk=pack.pk).heartbeat_at > first, timeout=5, what="the next beat")
     assert Pack.objects.get(pk=other.pk).heartbeat_at == long_ago  # not this process's job
-
-    threading.Event().wait(0.2)  # (a beat that read the job just before the block ended may still land)
-    ended = Pack.objects.get(pk=pack.pk).heartbeat_at
-    threading.Event().wait(0.5)
-    assert Pack.objects.get(pk=pack.pk).heartbeat_at == ended  # no beats once the block is over
+    assert not any(pulse.jobs.values())  # no longer beaten
     assert pulse.thread.is_alive()  # one thread, kept for the next job
 
 
 def test_a_job_that_ended_is_not_beaten_back_to_life(team, pulse):
-    pack = building_pack(team, heartbeat_at=timezone.now())
+    ended, running = building_pack(team, heartbeat_at=timezone.now()), building_pack(team, heartbeat_at=None)
+    with jobs.kept_alive(Pack, ended.pk, states=BUILD_STATES), jobs.kept_alive(Pack, running.pk, states=BUILD_STATES):
+        Pack.objects.filter(pk=ended.pk).update(status=PackStatus.FAILED, heartbeat_at=None)
+        after = timezone.now()
+        wait_until(lambda: (Pack.objects.get(pk=running.pk).heartbeat_at or after) > after, timeout=5, what="a beat after the job ended")
+    assert Pack.objects.get(pk=ended.pk).heartbeat_at is None  # the beats that reached `running` passed it by
+
+
+def test_the_pulse_outlives_a_failed_beat(team, pulse, monkeypatch):
+    failures = iter([RuntimeError("the database went away")])
+
+    def flaky() -> None:
+        if (error := next(failures, None)) is not None:
+            raise error
+
+    monkeypatch.setattr(jobs, "close_old_connections", flaky)
+    pack = building_pack(team, heartbeat_at=None)
     with jobs.kept_alive(Pack, pack.pk, states=BUILD_STATES):
-        Pack.objects.filter(pk=pack.pk).update(status=PackStatus.FAILED, heartbeat_at=None)
-        threading.Event().wait(0.3)
+        wait_until(lambda: Pack.objects.get(pk=pack.pk).heartbeat_at is not None, timeout=5, what="a beat after the failed one")
+    assert pulse.thread.is_alive()
+
+
+def test_a_run_that_raises_leaves_the_job_free_for_its_retry(team, settings):
+    """A task retried after a database error must not find its own fresh heartbeat."""
+    settings.JOB_STALE_SECONDS = 60
+    pack = building_pack(team, attempts=1, heartbeat_at=timezone.now())
+    with pytest.raises(ConnectionError), jobs.kept_alive(Pack, pack.pk, states=BUILD_STATES):
+        raise ConnectionError("the database went away")
     assert Pack.objects.get(pk=pack.pk).heartbeat_at is None
+    assert jobs.claim_job(Pack, pack.pk, states=BUILD_STATES, max_attempts=3, gave_up="Gave up.")
 
 
 def test_outside_a_worker_nothing_beats(team, settings, monkeypatch):
@@ -83,3 +104,37 @@ def test_a_job_is_taken_over_only_once_its_heartbeat_is_stale(team, settings):
         exhausted_alive.pk: (PackStatus.BUILDING, 3, ""),  # its last attempt is still running
     }
     assert claim(dead) is False  # its new claim made it alive again
+
+
+def test_a_worker_sends_again_the_running_jobs_that_went_stale_every_so_often(settings, monkeypatch):
+    from config import celery
+
+    settings.JOB_STALE_SECONDS = 0.1
+    calls: list = []
+    monkeypatch.setattr(celery, "recover_jobs", lambda *, queued_for: calls.append(queued_for))
+    stopped = threading.Event()
+    watcher = threading.Thread(target=celery._resend_stale_jobs, args=(stopped,))
+    watcher.start()
+    try:
+        wait_until(lambda: len(calls) >= 3, timeout=5, what="three looks")
+    finally:
+        stopped.set()
+        watcher.join(timeout=5)
+    assert set(calls) == {None}  # only the running ones: a queued job waiting in a long queue is not sent again
+
+
+def test_recovering_only_the_running_ones_leaves_queued_jobs_alone(team, settings, monkeypatch):
+    from packs import tasks
+    from packs.services import packs_recover
+
+    settings.JOB_STALE_SECONDS = 60
+    long_ago = timezone.now() - timedelta(hours=1)
+    building_pack(team, heartbeat_at=long_ago)  # dead
+    building_pack(team, heartbeat_at=timezone.now())  # alive
+    queued = building_pack(team)
+    Pack.objects.filter(pk=queued.pk).update(status=PackStatus.QUEUED, created_at=long_ago)
+    sent: list[int] = []
+    monkeypatch.setattr(tasks.build_pack, "delay", sent.append)
+    assert packs_recover(queued_for=None) == 1  # the dead one
+    assert packs_recover() == 2  # and the one queued an hour ago
+    assert len(sent) == 3
