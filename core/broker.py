@@ -1,6 +1,6 @@
 """Noticing that a Redis broker lost its data.
 
-A Redis that restarts without persistence (the Debian default here; a cache-configured
+A Redis that restarts without persistence (as on the development machine; a cache-configured
 Redis anywhere) forgets every message it held: the jobs the database says are queued
 would wait until some worker restarted. So a worker sets a mark key in the broker's
 database as it starts, and looks for it every `BROKER_WATCH_SECONDS`; a missing mark means

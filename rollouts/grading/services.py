@@ -27,7 +27,6 @@ from rollouts.models import Grade, GradeStatus, ProbeAnswer, Rollout, RolloutBat
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
-GRADE_TIME_LIMIT = timedelta(minutes=30)  # rollouts.tasks.grade_attempt's hard limit
 GRADE_STATES = JobStates(queued=GradeStatus.QUEUED, running=GradeStatus.RUNNING, failed=GradeStatus.FAILED, ended_at="graded_at")
 
 
