@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from accounts import apis as accounts_apis
 from authoring import apis as authoring_apis
+from authoring.apis import transfer as authoring_transfer_apis
 from llm import apis as llm_apis
 from packs import apis as packs_apis
 from reviews import apis as reviews_apis
@@ -21,6 +22,8 @@ urlpatterns = [
     path("projects/<str:pk>/", accounts_apis.ProjectDetailApi.as_view(), name="api-project"),
     # authoring
     path("worlds/", authoring_apis.WorldListApi.as_view(), name="api-worlds"),
+    path("worlds/import/", authoring_transfer_apis.WorldImportApi.as_view(), name="api-worlds-import"),
+    path("worlds/<str:pk>/export/", authoring_transfer_apis.WorldExportApi.as_view(), name="api-world-export"),
     path("worlds/<str:pk>/", authoring_apis.WorldDetailApi.as_view(), name="api-world"),
     path("worlds/<str:pk>/documents/", authoring_apis.WorldDocumentListApi.as_view(), name="api-world-documents"),
     path("documents/<str:pk>/", authoring_apis.DocumentDetailApi.as_view(), name="api-document"),
@@ -76,6 +79,10 @@ urlpatterns = [
     path("review-queue/claim-next/", reviews_apis.ReviewClaimNextApi.as_view(), name="api-review-claim-next"),
     # packs
     path("packs/", packs_apis.PackListApi.as_view(), name="api-packs"),
+    path("packs/import/", packs_apis.PackImportApi.as_view(), name="api-packs-import"),
     path("packs/<str:pk>/", packs_apis.PackDetailApi.as_view(), name="api-pack"),
     path("packs/<str:pk>/download/", packs_apis.PackDownloadApi.as_view(), name="api-pack-download"),
+    path("packs/<str:pk>/download/<slug:key>/", packs_apis.PackFormatDownloadApi.as_view(), name="api-pack-download-format"),
+    path("packs/<str:pk>/versions/", packs_apis.PackVersionsApi.as_view(), name="api-pack-versions"),
+    path("packs/<str:pk>/diff/", packs_apis.PackDiffApi.as_view(), name="api-pack-diff"),
 ]

@@ -27,6 +27,7 @@ class Pack(TimeStampedModel):
     sha256 = models.CharField(max_length=64, blank=True)
     manifest = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
+    formats = models.JSONField(default=list, blank=True, help_text="The formats the pack is written in (packs.formats keys).")
     attempts = models.PositiveSmallIntegerField(default=0)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     started_at = models.DateTimeField(null=True, blank=True)
@@ -47,3 +48,47 @@ class Pack(TimeStampedModel):
     @property
     def is_done(self) -> bool:
         return self.status in (PackStatus.READY, PackStatus.FAILED)
+
+
+class PackWorldEntry(models.Model):
+    """One world state a built pack holds: what its version diff compares."""
+
+    pack = models.ForeignKey(Pack, on_delete=models.CASCADE, related_name="world_entries")
+    world_id = models.CharField(max_length=40, help_text="The pack's id of the world state, e.g. world-7.")
+    world_pk = models.PositiveBigIntegerField()
+    title = models.CharField(max_length=200)
+    digest = models.CharField(max_length=64)
+    documents = models.JSONField(default=dict, help_text="path → digest of the document's content, metadata and brief")
+    counts = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["pack", "world_id"]
+        constraints = [models.UniqueConstraint(fields=["pack", "world_id"], name="unique_world_entry_per_pack")]
+
+    def __str__(self) -> str:
+        return f"{self.world_id} in {self.pack}"
+
+
+class PackTaskEntry(models.Model):
+    """One task version a built pack holds, with the digests its version diff compares."""
+
+    pack = models.ForeignKey(Pack, on_delete=models.CASCADE, related_name="task_entries")
+    submission = models.ForeignKey(Submission, null=True, on_delete=models.SET_NULL, related_name="+")
+    task_pk = models.PositiveBigIntegerField(help_text="The task across versions: what 'the same task' means in a diff.")
+    task_id = models.CharField(max_length=40)
+    title = models.CharField(max_length=200)
+    version = models.PositiveIntegerField()
+    rubric_version = models.PositiveIntegerField()
+    world_id = models.CharField(max_length=40)
+    criteria = models.PositiveIntegerField(default=0)
+    fingerprint = models.JSONField(default=dict, help_text="digests of prompt, reference_answer, rubric and world")
+    difficulty = models.JSONField(null=True, blank=True)
+    cost = models.JSONField(default=dict, blank=True)
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["pack", "position"]
+        constraints = [models.UniqueConstraint(fields=["pack", "position"], name="unique_task_entry_position_per_pack")]
+
+    def __str__(self) -> str:
+        return f"{self.task_id} v{self.version} in {self.pack}"

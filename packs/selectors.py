@@ -1,8 +1,9 @@
 from django.db.models import Count, QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from accounts.models import Membership, Role
-from packs.models import Pack
+from packs.models import Pack, PackStatus
 
 
 def pack_list_for_user(*, user, project_id: int | None = None) -> QuerySet[Pack]:
@@ -18,3 +19,60 @@ def pack_list_for_user(*, user, project_id: int | None = None) -> QuerySet[Pack]
 
 def pack_get_for_user(*, user, pk: int) -> Pack:
     return get_object_or_404(pack_list_for_user(user=user), pk=pk)
+
+
+def pack_previous_version(*, pack: Pack) -> Pack | None:
+    """The version this one follows: the newest earlier pack of the same name that was built."""
+    return (Pack.objects.filter(project_id=pack.project_id, name=pack.name, version__lt=pack.version, status=PackStatus.READY)
+            .order_by("-version").first())
+
+
+def pack_versions(*, pack: Pack) -> QuerySet[Pack]:
+    return Pack.objects.filter(project_id=pack.project_id, name=pack.name).order_by("-version")
+
+
+def pack_diff(*, pack: Pack, previous: Pack) -> dict:
+    """What changed since `previous`: tasks added, removed, and changed (prompt, reference
+    answer, rubric, world documents: which were added, removed or changed)."""
+    now = {e.task_pk: e for e in pack.task_entries.all()}
+    before = {e.task_pk: e for e in previous.task_entries.all()}
+    worlds_now = {w.world_id: w for w in pack.world_entries.all()}
+    worlds_before = {w.world_id: w for w in previous.world_entries.all()}
+    labels = {"prompt": "prompt", "reference_answer": "reference answer", "rubric": "rubric"}
+    changed = []
+    for task_pk in sorted(set(now) & set(before), key=lambda pk: now[pk].position):
+        a, b = before[task_pk], now[task_pk]
+        parts = [label for key, label in labels.items() if a.fingerprint.get(key) != b.fingerprint.get(key)]
+        documents = {"added": [], "removed": [], "changed": []}
+        if a.fingerprint.get("world") != b.fingerprint.get("world"):
+            old = worlds_before[a.world_id].documents if a.world_id in worlds_before else {}
+            new = worlds_now[b.world_id].documents if b.world_id in worlds_now else {}
+            documents = {"added": sorted(set(new) - set(old)), "removed": sorted(set(old) - set(new)),
+                         "changed": sorted(p for p in set(old) & set(new) if old[p] != new[p])}
+            parts.append("world documents")
+        if parts:
+            changed.append({"task_id": b.task_id, "title": b.title, "from_version": a.version, "to_version": b.version,
+                            "parts": parts, "documents": documents})
+    return {
+        "previous": {"id": previous.pk, "version": previous.version},
+        "added": [{"task_id": now[pk].task_id, "title": now[pk].title, "version": now[pk].version}
+                  for pk in sorted(set(now) - set(before), key=lambda pk: now[pk].position)],
+        "removed": [{"task_id": before[pk].task_id, "title": before[pk].title, "version": before[pk].version}
+                    for pk in sorted(set(before) - set(now), key=lambda pk: before[pk].position)],
+        "changed": changed,
+        "unchanged": len(set(now) & set(before)) - len(changed),
+    }
+
+
+def pack_format_files(*, pack: Pack, key: str) -> list[str]:
+    """The files of one format in a built pack, with the worlds when the format reads
+    them, and the manifest and README (what a per-format download holds)."""
+    from packs.formats import FORMATS, writer_class
+
+    contents = (pack.manifest or {}).get("contents") or {}
+    if key not in FORMATS or key not in contents:
+        raise Http404("This pack holds no such format.")
+    paths = list(contents[key])
+    if writer_class(key).needs_worlds:
+        paths = list(contents.get("worlds") or []) + paths
+    return [*paths, "README.md", "manifest.json"]

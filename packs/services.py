@@ -4,17 +4,25 @@ import tempfile
 from datetime import timedelta
 
 from django.core.files import File
+from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
 
+from accounts.models import Project
 from accounts.selectors import membership_get
 from accounts.services import require_role
+from authoring import services as authoring
+from authoring.services.world_transfer import world_import
+from core.archives import safe_member_read
 from core.exceptions import ApplicationError
 from core.jobs import JobStates, claim_job, kept_alive, stale
-from packs.builders import build_taskwright_pack
-from packs.models import Pack, PackStatus
+from packs.build import BuiltTask, BuiltWorld, SubmissionRow, build_pack_zip
+from packs.formats import ALL_FORMATS
+from packs.importer import MAX_WORLD_ZIP_BYTES, read_pack
+from packs.models import Pack, PackStatus, PackTaskEntry, PackWorldEntry
 from reviews.models import Submission, SubmissionStatus
+from rollouts.quality import task_measurements
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
@@ -22,9 +30,20 @@ MAX_TASKS_PER_PACK = 10_000
 BUILD_STATES = JobStates(queued=PackStatus.QUEUED, running=PackStatus.BUILDING, failed=PackStatus.FAILED)
 
 
+def _clean_formats(formats: list[str] | None) -> list[str]:
+    chosen = list(ALL_FORMATS) if formats is None else [str(f) for f in formats]
+    unknown = sorted(set(chosen) - set(ALL_FORMATS))
+    if unknown:
+        raise ApplicationError(f"Unknown pack format: {', '.join(unknown)}. Choose from: {', '.join(ALL_FORMATS)}.")
+    if not chosen:
+        raise ApplicationError("Choose at least one format for the pack.")
+    return [key for key in ALL_FORMATS if key in chosen]
+
+
 @transaction.atomic
-def pack_create(*, project_id: int, user, name: str, submission_ids: list[int]) -> Pack:
-    """Record a new pack version of the chosen approved submissions and queue its build."""
+def pack_create(*, project_id: int, user, name: str, submission_ids: list[int], formats: list[str] | None = None) -> Pack:
+    """Record a new pack version of the chosen approved submissions, in the chosen formats
+    (all of them by default), and queue its build."""
     membership = membership_get(user=user, project_id=project_id)
     require_role(membership, "export")
     name = (name or "").strip()
@@ -32,21 +51,38 @@ def pack_create(*, project_id: int, user, name: str, submission_ids: list[int]) 
         raise ApplicationError("Give the pack a name (120 characters at most).")
     if any(ch in name for ch in "/\\\x00") or name.startswith("."):
         raise ApplicationError("A pack name cannot contain slashes or start with a dot.")
+    formats = _clean_formats(formats)
     if len(submission_ids) > MAX_TASKS_PER_PACK:
         raise ApplicationError(f"A pack holds at most {MAX_TASKS_PER_PACK:,} task versions.")
     ids = {int(i) for i in submission_ids}
     if not ids:
         raise ApplicationError("Choose at least one approved task.")
-    submissions = list(Submission.objects.filter(pk__in=ids, project_id=project_id, status=SubmissionStatus.APPROVED))
+    submissions = list(Submission.objects.filter(pk__in=ids, project_id=project_id, status=SubmissionStatus.APPROVED).only("pk"))
     if len(submissions) != len(ids):
         raise ApplicationError("Only approved tasks of this project can go into a pack.")
+    # The project's packs are numbered together: lock the project's row so two admins
+    # building at once get N+1 and N+2, not one IntegrityError.
+    Project.objects.select_for_update().filter(pk=project_id).first()
     version = (Pack.objects.filter(project_id=project_id).aggregate(v=Max("version"))["v"] or 0) + 1
-    pack = Pack.objects.create(project_id=project_id, name=name, version=version, created_by=user)
+    pack = Pack.objects.create(project_id=project_id, name=name, version=version, created_by=user, formats=formats)
     pack.submissions.set(submissions)
     from packs.tasks import build_pack
 
     transaction.on_commit(lambda: build_pack.delay(pack.pk))
     return pack
+
+
+def pack_build_again(*, pack: Pack, user) -> Pack:
+    """The next version of a pack: the same name and formats, with every task it held at
+    its newest approved version (tasks approved since are added on the Packs page)."""
+    require_role(membership_get(user=user, project_id=pack.project_id), "export")
+    newest: dict[int, tuple[int, int]] = {}  # task → (submission, number) of its newest approved version
+    approved = Submission.objects.filter(env_task_id__in=pack.submissions.values("env_task_id"), status=SubmissionStatus.APPROVED)
+    for pk, task_pk, number in approved.values_list("pk", "env_task_id", "number"):
+        if task_pk not in newest or number > newest[task_pk][1]:
+            newest[task_pk] = (pk, number)
+    ids = [pk for pk, _ in newest.values()]
+    return pack_create(project_id=pack.project_id, user=user, name=pack.name, submission_ids=ids, formats=pack.formats or None)
 
 
 def packs_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> int:
@@ -78,16 +114,59 @@ def pack_build(*, pack_id: int) -> None:
     try:
         with kept_alive(Pack, pack_id, states=BUILD_STATES):
             _write_pack_file(pack)
-    except Exception as exc:  # any failure becomes a readable state, never a stuck pack
-        logger.exception("pack %s failed", pack_id)
-        Pack.objects.filter(pk=pack_id, status=PackStatus.BUILDING).update(status=PackStatus.FAILED, error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now())
+    except Exception as exc:  # any failure becomes a readable state, never a stuck pack, and no file is offered
+        if isinstance(exc, ApplicationError):
+            logger.info("pack %s failed: %s", pack_id, exc.message)
+            error = exc.message
+        else:
+            logger.exception("pack %s failed", pack_id)
+            error = f"Internal error ({type(exc).__name__}: {exc})"
+        PackTaskEntry.objects.filter(pack_id=pack_id).delete()
+        PackWorldEntry.objects.filter(pack_id=pack_id).delete()
+        Pack.objects.filter(pk=pack_id, status=PackStatus.BUILDING).update(status=PackStatus.FAILED, error=error[:4000], finished_at=timezone.now())
+
+
+ROWS_PER_CHUNK = 50  # snapshots read from the database at a time
+ENTRIES_PER_INSERT = 500
+
+
+def _rows(pack: Pack):
+    """The pack's task versions, a chunk at a time, with what the manifest says of each."""
+    query = (Submission.objects.filter(packs=pack).order_by("env_task_id", "number")
+             .values_list("id", "number", "snapshot", "env_task_id", "rubric_version_id", "rubric_version__pass_threshold",
+                          "rubric_version__all_must_pass", "rubric_version__judge_samples"))
+    for pk, number, snapshot, task_pk, rubric_id, threshold, all_must_pass, judge_samples in query.iterator(chunk_size=ROWS_PER_CHUNK):
+        difficulty, model_usd = task_measurements(env_task_id=task_pk, rubric_version_id=rubric_id)
+        yield SubmissionRow(id=pk, number=number, snapshot=snapshot, pass_threshold=threshold, all_must_pass=all_must_pass,
+                            judge_samples=judge_samples, difficulty=difficulty, cost={"model_usd": model_usd, "expert_usd": None})
 
 
 def _write_pack_file(pack: Pack) -> None:
-    submissions = pack.submissions.order_by("env_task_id", "number").values("id", "number", "snapshot")
-
     def on_progress(percent: int) -> None:
         Pack.objects.filter(pk=pack.pk, status=PackStatus.BUILDING).update(progress=min(percent, 99))
+
+    entries: list[PackTaskEntry] = []
+
+    def on_task(built: BuiltTask) -> None:
+        task = built.task
+        entries.append(PackTaskEntry(
+            pack_id=pack.pk, submission_id=built.submission_id, task_pk=task.task_pk, task_id=task.task_id, title=task.title[:200],
+            version=task.version, rubric_version=task.rubric_version, world_id=task.world_id, criteria=len(task.criteria),
+            fingerprint=built.fingerprint, difficulty=task.difficulty, cost=task.cost, position=len(entries) + written[0],
+        ))
+        if len(entries) >= ENTRIES_PER_INSERT:
+            flush()
+
+    written = [0]
+
+    def flush() -> None:
+        PackTaskEntry.objects.bulk_create(entries)
+        written[0] += len(entries)
+        entries.clear()
+
+    def on_world(built: BuiltWorld) -> None:
+        PackWorldEntry.objects.create(pack_id=pack.pk, world_id=built.world.world_id, world_pk=built.world_pk, title=built.world.title[:200],
+                                      digest=built.digest, documents=built.documents, counts=built.world.counts)
 
     pack_info = {
         "name": pack.name,
@@ -95,8 +174,15 @@ def _write_pack_file(pack: Pack) -> None:
         "project": pack.project.slug,
         "created_at": pack.created_at.isoformat(),
     }
+    # A build taken over after a killed worker starts its records again.
+    PackTaskEntry.objects.filter(pack=pack).delete()
+    PackWorldEntry.objects.filter(pack=pack).delete()
     with tempfile.TemporaryFile() as out:
-        manifest = build_taskwright_pack(out, pack_info=pack_info, submissions=submissions.iterator(), on_progress=on_progress)
+        manifest = build_pack_zip(
+            out, pack_info=pack_info, rows=_rows(pack), total=pack.submissions.count(), domain=pack.project.name,
+            formats=pack.formats or None, on_progress=on_progress, on_task=on_task, on_world=on_world,
+        )
+        flush()
         size = out.tell()
         out.seek(0)
         digest = hashlib.file_digest(out, "sha256").hexdigest()
@@ -104,13 +190,59 @@ def _write_pack_file(pack: Pack) -> None:
         if pack.file:
             pack.file.delete(save=False)
         stored_name = pack.file.storage.save(f"packs/{pack.project.slug}/{pack.filename}", File(out))
-    Pack.objects.filter(pk=pack.pk, status=PackStatus.BUILDING).update(
+    updated = Pack.objects.filter(pk=pack.pk, status=PackStatus.BUILDING).update(
         status=PackStatus.READY,
         progress=100,
         file=stored_name,
         size_bytes=size,
         sha256=digest,
         manifest=manifest,
+        formats=manifest["formats"],
         error="",
         finished_at=timezone.now(),
     )
+    if not updated:  # cancelled or taken over meanwhile: the file is nobody's
+        pack.file.storage.delete(stored_name)
+
+
+def pack_import(*, project_id: int, user, uploaded_file) -> list:
+    """The tasks of a Taskwright pack (its own format), rebuilt in the project as drafts
+    on worlds imported from the pack's world zips: prompts, reference answers, rubrics and
+    grading settings as they were. Admins only. The whole pack is checked first (ours,
+    complete, every sha256); then it is stored in one transaction, so a refusal at any
+    point leaves nothing behind."""
+    require_role(membership_get(user=user, project_id=project_id), "export")
+    uploaded_file.seek(0)
+    parsed, archive = read_pack(uploaded_file.file if hasattr(uploaded_file, "file") else uploaded_file)
+    created = []
+    with archive, transaction.atomic():
+        worlds = {}
+        for entry in parsed.worlds:
+            data = safe_member_read(archive, entry.zip_name, MAX_WORLD_ZIP_BYTES)
+            world = world_import(project_id=project_id, user=user, uploaded_file=ContentFile(data, name=f"{entry.world_id}.zip"),
+                                 title=entry.title)
+            worlds[entry.world_id] = authoring.world_update(world=world, user=user, title=world.title, outline=entry.outline,
+                                                            facts=entry.facts, base_revision=world.revision)
+        for row in parsed.tasks:
+            env_task = authoring.env_task_create(
+                world=worlds[row["world_id"]], user=user, title=str(row.get("title") or ""), prompt=str(row.get("prompt") or ""),
+                deliverable_kind=str(row.get("deliverable_kind") or "answer"), reference_answer=str(row.get("reference_answer") or ""),
+            )
+            rubric = row["rubric"]
+            for criterion in rubric["criteria"]:
+                current = env_task.rubric_versions.order_by("-number").first()
+                authoring.criterion_add(
+                    env_task=env_task, user=user, base_revision=current.revision, text=str(criterion.get("text") or ""),
+                    points=int(criterion.get("points") or 0), tag=str(criterion.get("tag") or "important"),
+                    grader_kind=str(criterion.get("grader_kind") or "llm_judge"), grader_config=criterion.get("grader_config") or {},
+                    explanation=str(criterion.get("explanation") or ""),
+                )
+            current = env_task.rubric_versions.order_by("-number").first()
+            authoring.rubric_settings_update(env_task=env_task, user=user, base_revision=current.revision,
+                                             pass_threshold=float(rubric.get("pass_threshold", 0.7)),
+                                             all_must_pass=bool(rubric.get("all_must_pass", False)),
+                                             judge_samples=int(rubric.get("judge_samples", 1)))
+            env_task.refresh_from_db()
+            created.append(env_task)
+    logger.info("Pack %s v%s imported into project %s: %d tasks", parsed.name, parsed.version, project_id, len(created))
+    return created

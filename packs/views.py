@@ -1,35 +1,45 @@
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from core.exceptions import ApplicationError
 from core.views import render_error
 from packs import selectors, services
-from packs.forms import PackForm
-from packs.models import PackStatus
+from packs.downloads import format_download_response
+from packs.formats import FORMATS
+from packs.forms import PackForm, PackImportForm
+from packs.models import Pack, PackStatus
 from reviews.selectors import approved_submissions_for_project
 
 
-@login_required
-@require_http_methods(["GET", "POST"])
-def pack_list(request: HttpRequest, project_pk: int) -> HttpResponse:
+def _admin_membership(request: HttpRequest, project_pk: int):
     membership = membership_get(user=request.user, project_id=project_pk)
     try:
         require_role(membership, "export")
     except ApplicationError:
         raise Http404("Only a project's admins export packs.") from None
+    return membership
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def pack_list(request: HttpRequest, project_pk: int) -> HttpResponse:
+    membership = _admin_membership(request, project_pk)
     approved = approved_submissions_for_project(user=request.user, project_id=project_pk)
     form = PackForm(request.POST or None, approved=approved)
-    context = {"project": membership.project, "approved": approved, "form": form, "packs": selectors.pack_list_for_user(user=request.user, project_id=project_pk)}
+    context = {"project": membership.project, "approved": approved, "form": form, "import_form": PackImportForm(),
+               "formats": [(key, label) for key, (_, _, label) in FORMATS.items()],
+               "packs": selectors.pack_list_for_user(user=request.user, project_id=project_pk)}
     if request.method == "POST":
         try:
             if not form.is_valid():
-                raise ApplicationError("Name the pack and tick at least one approved task.")
+                raise ApplicationError("Name the pack, tick at least one approved task and at least one format.")
             services.pack_create(
-                project_id=project_pk, user=request.user, name=form.cleaned_data["name"], submission_ids=form.cleaned_data["submissions"]
+                project_id=project_pk, user=request.user, name=form.cleaned_data["name"], submission_ids=form.cleaned_data["submissions"],
+                formats=form.cleaned_data["formats"],
             )
         except ApplicationError as error:
             return render_error(request, "packs/pack_list.html", context, error)
@@ -38,19 +48,83 @@ def pack_list(request: HttpRequest, project_pk: int) -> HttpResponse:
 
 
 @login_required
+@require_POST
+def pack_import(request: HttpRequest, project_pk: int) -> HttpResponse:
+    membership = _admin_membership(request, project_pk)
+    form = PackImportForm(request.POST, request.FILES)
+    try:
+        if not form.is_valid():
+            raise ApplicationError("Choose a pack zip to import.")
+        tasks = services.pack_import(project_id=project_pk, user=request.user, uploaded_file=form.cleaned_data["file"])
+    except ApplicationError as error:
+        approved = approved_submissions_for_project(user=request.user, project_id=project_pk)
+        context = {"project": membership.project, "approved": approved, "form": PackForm(approved=approved), "import_form": form,
+                   "formats": [(key, label) for key, (_, _, label) in FORMATS.items()],
+                   "packs": selectors.pack_list_for_user(user=request.user, project_id=project_pk), "import_error": error.message}
+        return render(request, "packs/pack_list.html", context, status=400)
+    return render(request, "packs/pack_imported.html", {"project": membership.project, "tasks": tasks})
+
+
+@login_required
+@require_GET
+def pack_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    pack = selectors.pack_get_for_user(user=request.user, pk=pk)
+    previous = selectors.pack_previous_version(pack=pack) if pack.status == PackStatus.READY else None
+    manifest = pack.manifest or {}
+    contents = manifest.get("contents") or {}
+    formats = [{"key": key, "label": FORMATS[key][2], "files": contents.get(key, [])} for key in pack.formats if key in FORMATS]
+    context = {
+        "project": pack.project, "pack": pack, "formats": formats, "files": manifest.get("files") or [],
+        "worlds": pack.world_entries.all(), "tasks": pack.task_entries.all()[:200], "task_total": pack.task_entries.count(),
+        "previous": previous, "diff": selectors.pack_diff(pack=pack, previous=previous) if previous else None,
+        "versions": selectors.pack_versions(pack=pack),
+    }
+    return render(request, "packs/pack_detail.html", context)
+
+
+@login_required
+@require_POST
+def pack_build_again(request: HttpRequest, pk: int) -> HttpResponse:
+    pack = selectors.pack_get_for_user(user=request.user, pk=pk)
+    try:
+        again = services.pack_build_again(pack=pack, user=request.user)
+    except ApplicationError as error:
+        return render_error(request, "packs/pack_detail.html", {"project": pack.project, "pack": pack, "formats": [], "files": []}, error)
+    return redirect("pack-detail", pk=again.pk)
+
+
+@login_required
 @require_GET
 def pack_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Polled every 2 s while the pack builds; renders without the trigger once done."""
     pack = selectors.pack_get_for_user(user=request.user, pk=pk)
+    if request.GET.get("on") == "detail":
+        response = render(request, "packs/pack_detail.html#pack-row", {"pack": pack})
+        if pack.is_done:
+            response["HX-Refresh"] = "true"  # the formats, tasks and checksums appear with the whole page
+        return response
     return render(request, "packs/pack_list.html#pack-row", {"pack": pack})
+
+
+def _ready(pack: Pack) -> bool:
+    return pack.status == PackStatus.READY and bool(pack.file)
 
 
 @login_required
 @require_GET
 def pack_download(request: HttpRequest, pk: int) -> HttpResponse:
     pack = selectors.pack_get_for_user(user=request.user, pk=pk)
-    if pack.status != PackStatus.READY or not pack.file:
+    if not _ready(pack):
         return redirect("pack-list", project_pk=pack.project_id)
     response = FileResponse(pack.file.open("rb"), as_attachment=True, filename=pack.filename, content_type="application/zip")
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+@login_required
+@require_GET
+def pack_download_format(request: HttpRequest, pk: int, key: str) -> HttpResponse:
+    pack = selectors.pack_get_for_user(user=request.user, pk=pk)
+    if not _ready(pack):
+        return redirect("pack-detail", pk=pack.pk)
+    return format_download_response(pack, key)

@@ -97,3 +97,25 @@ def difficulty(*, batch: RolloutBatch, rubric_version: RubricVersion | None = No
     curve = [(k, metrics.pass_at_k(finished, passed, k)) for k in KS if k <= finished]
     band = metrics.difficulty_band(curve[0][1], curve[-1][1]) if curve else ""
     return {"n": finished, "c": passed, "curve": curve, "band": band}
+
+
+def task_measurements(*, env_task_id: int, rubric_version_id: int) -> tuple[dict | None, float | None]:
+    """What a pack's manifest says of a task: the difficulty measured by its latest batch
+    graded on this rubric version (None when there is none), and the model cost of all
+    its trial rollouts in USD (None when it never ran any). For a build, not a page: no access rule."""
+    from django.db.models import Sum
+
+    batches = RolloutBatch.objects.filter(env_task_id=env_task_id)
+    spent = Rollout.objects.filter(batch__in=batches).aggregate(total=Sum("cost"))["total"]
+    batch = (batches.filter(rubric_version_id=rubric_version_id, rollouts__grades__rubric_version_id=rubric_version_id,
+                            rollouts__grades__status=GradeStatus.GRADED)
+             .order_by("-created_at", "-id").first())
+    if batch is None:
+        return None, None if spent is None else float(spent)
+    measured = difficulty(batch=batch)
+    if not measured["curve"]:
+        return None, None if spent is None else float(spent)
+    k, top = measured["curve"][-1]
+    found = {"batch_id": batch.pk, "n": measured["n"], "c": measured["c"], "pass_at_1": measured["curve"][0][1],
+             "k": k, "pass_at_k": top, "band": measured["band"]}
+    return found, None if spent is None else float(spent)

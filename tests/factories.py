@@ -28,7 +28,8 @@ def member(project: Project, role: str = Role.AUTHOR, username: str | None = Non
     return u
 
 
-def world(project: Project, author: User, *, title: str = "Acme acquires Beta", documents: int = 2) -> World:
+def world(project: Project, author: User, *, title: str = "Acme acquires Beta", documents: int = 2, drafted: bool = False) -> World:
+    """A world with `documents` skeleton documents, or with content when `drafted` (a world a pack can hold)."""
     w = authoring_services.world_create(
         project_id=project.pk,
         user=author,
@@ -37,7 +38,8 @@ def world(project: Project, author: User, *, title: str = "Acme acquires Beta", 
         facts=[{"key": "Price", "value": "$12m"}, {"key": "Closing", "value": "2026-03-31"}],
     )
     for i in range(documents):
-        authoring_services.document_create(world=w, user=author, path=f"Deal/Doc {i + 1}.md", brief=f"Document {i + 1}")
+        authoring_services.document_create(world=w, user=author, path=f"Deal/Doc {i + 1}.md", brief=f"Document {i + 1}",
+                                           content=f"# Document {i + 1}\n\nThe price is $12m.\n" if drafted else "")
     return w
 
 

@@ -39,7 +39,7 @@ def api_for(db) -> Callable[[User], APIClient]:
 
 def approved_submission(team, *, title: str = "Approved task") -> Submission:
     """A submission of `team`'s project that went through QA, via the services."""
-    world = factories.world(team.project, team.author, title=f"World of {title}")
+    world = factories.world(team.project, team.author, title=f"World of {title}", drafted=True)
     env_task = factories.env_task(world, team.author, title=title)
     submission = submission_create(env_task=env_task, user=team.author)
     claimed = submission_claim_next(user=team.reviewer)

@@ -1,0 +1,123 @@
+"""Our own format: a pack imported into an empty project and exported again gives the
+same bytes, ids aside; a pack that is not ours, truncated or altered is refused whole."""
+
+import io
+import json
+import re
+import zipfile
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from accounts.models import Role
+from authoring.models import EnvTask, World
+from core.exceptions import ApplicationError
+from packs.models import Pack, PackStatus
+from packs.services import pack_build, pack_create, pack_import
+from tests import factories
+from tests.packs.conftest import approve
+
+
+def build(project, admin, submission_ids, formats=("taskwright",)) -> tuple[Pack, bytes]:
+    pack = pack_create(project_id=project.pk, user=admin, name="Release", submission_ids=submission_ids, formats=list(formats))
+    pack_build(pack_id=pack.pk)
+    pack.refresh_from_db()
+    assert pack.status == PackStatus.READY, pack.error
+    with pack.file.open("rb") as handle:
+        return pack, handle.read()
+
+
+def upload(data: bytes, name: str = "pack.zip") -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, data, content_type="application/zip")
+
+
+def without_ids(text: str) -> str:
+    return re.sub(r"\b(task|world)-\d+(-\d+)?\b", r"\1-ID", text)
+
+
+def members(data: bytes) -> dict[str, bytes]:
+    archive = zipfile.ZipFile(io.BytesIO(data))
+    return {re.sub(r"world-\d+", "world-ID", n): archive.read(n) for n in archive.namelist()}
+
+
+def test_export_import_export_gives_the_same_bytes_but_for_ids(demo_pack):
+    admin = demo_pack.project.memberships.get(role=Role.ADMIN).user
+    _, first = build(demo_pack.project, admin, [demo_pack.submission.pk])
+    empty = factories.project("Imported")
+    new_admin, reviewer = factories.member(empty, Role.ADMIN), factories.member(empty, Role.REVIEWER)
+    [task] = pack_import(project_id=empty.pk, user=new_admin, uploaded_file=upload(first))
+    original = demo_pack.env_task
+    assert (task.title, task.prompt, task.reference_answer, task.status) == (original.title, original.prompt, original.reference_answer, "draft")
+    rubric, source = task.rubric_versions.get(), demo_pack.submission.rubric_version
+    assert [c.as_dict() for c in rubric.criteria.all()] == [{**c.as_dict(), "evidence": {}} for c in source.criteria.all()]
+    assert (rubric.pass_threshold, rubric.all_must_pass, rubric.judge_samples) == (source.pass_threshold, source.all_must_pass, source.judge_samples)
+    assert task.world.outline == original.world.outline and task.world.facts == original.world.facts
+    _, second = build(empty, new_admin, [approve(task, author=new_admin, reviewer=reviewer).pk])
+    before, after = members(first), members(second)
+    assert set(before) == set(after)
+    for name in sorted(before):
+        if name == "manifest.json":
+            continue
+        if name.endswith(".zip"):
+            assert before[name] == after[name], name  # the world, byte for byte
+        else:
+            assert without_ids(before[name].decode()) == without_ids(after[name].decode()), name
+    m1, m2 = json.loads(before["manifest.json"]), json.loads(after["manifest.json"])
+    assert m1["may_differ"] == m2["may_differ"] and "task_id" in m1["may_differ"]
+    for manifest in (m1, m2):
+        manifest.pop("pack")
+        for row in manifest["tasks"]:
+            for key in ("task_id", "task_pk", "submission_id", "version", "rubric_version", "world_id", "difficulty", "cost"):
+                row.pop(key)
+        manifest["files"] = [f["path"] for f in manifest["files"]]
+    assert without_ids(json.dumps(m1, sort_keys=True)) == without_ids(json.dumps(m2, sort_keys=True))
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda data: b"PK not a zip at all", "not a valid zip"),
+        (lambda data: data[: len(data) // 2], "zip"),
+        ("foreign", "not a Taskwright pack"),
+        ("altered", "does not match the sha256"),
+        ("missing", "incomplete"),
+    ],
+)
+def test_a_pack_that_is_not_ours_truncated_or_altered_is_refused_and_nothing_is_imported(demo_pack, damage, reason):
+    admin = demo_pack.project.memberships.get(role=Role.ADMIN).user
+    _, data = build(demo_pack.project, admin, [demo_pack.submission.pk])
+    if damage == "foreign":
+        data = _rezip({"manifest.json": b'{"format": "something-else"}', "tasks.json": b"[]"})
+    elif damage in ("altered", "missing"):
+        archive = zipfile.ZipFile(io.BytesIO(data))
+        entries = {n: archive.read(n) for n in archive.namelist()}
+        if damage == "altered":
+            entries["taskwright/tasks.jsonl"] = entries["taskwright/tasks.jsonl"].replace(b"change", b"chance")
+        else:
+            entries.pop("taskwright/tasks.jsonl")
+        data = _rezip(entries)
+    else:
+        data = damage(data)
+    empty = factories.project("Target")
+    target_admin = factories.member(empty, Role.ADMIN)
+    worlds, tasks = World.objects.count(), EnvTask.objects.count()
+    with pytest.raises(ApplicationError) as refused:
+        pack_import(project_id=empty.pk, user=target_admin, uploaded_file=upload(data))
+    assert reason in refused.value.message and "Nothing was imported" in refused.value.message, refused.value.message
+    assert (World.objects.count(), EnvTask.objects.count()) == (worlds, tasks)
+
+
+def test_only_admins_import_packs(demo_pack):
+    admin = demo_pack.project.memberships.get(role=Role.ADMIN).user
+    _, data = build(demo_pack.project, admin, [demo_pack.submission.pk])
+    author = demo_pack.project.memberships.get(role=Role.AUTHOR).user
+    with pytest.raises(ApplicationError):
+        pack_import(project_id=demo_pack.project.pk, user=author, uploaded_file=upload(data))
+
+
+def _rezip(entries: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for name, value in entries.items():
+            archive.writestr(name, value)
+    return out.getvalue()
