@@ -156,7 +156,7 @@ def _readme(pack_info: dict, formats: list[str], totals: _Totals) -> bytes:
         lines.append("| `world_files_zipped/<world_id>.zip` | each world in the APEX-Agents / Archipelago layout "
                      "(`filesystem/`, `.apps_data/mail|chat|calendar`) |")
     where = {
-        "apex": "`tasks_and_rubrics.json`, `world_descriptions.json`, `verifiers.json`",
+        "apex": "`tasks_and_rubrics.json`, `world_descriptions.json`, `verifiers.json`, `eval_configs.json` (how verifiers add up to a score)",
         "healthbench": "`healthbench.jsonl`",
         "inspect": "`inspect/` — run `inspect eval inspect/task.py --model <model> -T judge_model=<model>`",
         "huggingface": "`hf/` — `datasets.load_dataset(\"parquet\", data_files=\"hf/tasks.parquet\")`",

@@ -57,9 +57,12 @@ def pack_create(*, project_id: int, user, name: str, submission_ids: list[int], 
     ids = {int(i) for i in submission_ids}
     if not ids:
         raise ApplicationError("Choose at least one approved task.")
-    submissions = list(Submission.objects.filter(pk__in=ids, project_id=project_id, status=SubmissionStatus.APPROVED).only("pk"))
+    submissions = list(Submission.objects.filter(pk__in=ids, project_id=project_id, status=SubmissionStatus.APPROVED).only("pk", "env_task_id"))
     if len(submissions) != len(ids):
         raise ApplicationError("Only approved tasks of this project can go into a pack.")
+    if len({s.env_task_id for s in submissions}) != len(submissions):
+        # Every format names a task by its id (APEX task_id, HealthBench prompt_id, Inspect sample id).
+        raise ApplicationError("A pack holds one version of each task: untick the older versions.")
     # The project's packs are numbered together: lock the project's row so two admins
     # building at once get N+1 and N+2, not one IntegrityError.
     Project.objects.select_for_update().filter(pk=project_id).first()

@@ -9,6 +9,7 @@ world_files_zipped/<world_id>.zip      every world state, once (the APEX-Agents 
 tasks_and_rubrics.json                 APEX-Agents tasks            } apex
 world_descriptions.json                APEX-Agents worlds           }
 verifiers.json                         APEX-Agents grader input     }
+eval_configs.json                      how the verifiers add up     }
 healthbench.jsonl                      HealthBench-style rubric JSONL          healthbench
 inspect/task.py (+ its data)           `inspect eval inspect/task.py`           inspect
 hf/tasks.parquet, hf/README.md         a Hugging Face dataset                   huggingface
