@@ -192,6 +192,11 @@ def _ready_pack(request: Request, pk: int) -> Pack:
 class PackFormatDownloadApi(ApiView):
     content_negotiation_class = FirstRendererNegotiation
 
+    def initial(self, request: Request, *args, **kwargs) -> None:
+        key = self.kwargs.pop("key")  # a format's name, not an id: kept out of ApiView's id parsing
+        super().initial(request, *args, **kwargs)
+        self.kwargs["key"] = key
+
     @extend_schema(
         summary="Download one format of the pack as a zip (with the worlds it reads, README and manifest)",
         responses={

@@ -1,0 +1,162 @@
+"""The admin's pack pages and API: choose formats, open a pack, download one format, see
+what changed since the last version, import a pack; nobody else sees any of it."""
+
+import io
+import json
+import zipfile
+
+from django.urls import reverse
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from accounts.models import Role, User
+from authoring import services as authoring_services
+from packs.models import Pack, PackStatus
+from packs.services import pack_build, pack_build_again, pack_create
+from tests import factories
+from tests.packs.conftest import approve
+
+
+def _admin(project) -> User:
+    return project.memberships.get(role=Role.ADMIN).user
+
+
+def _built(project, admin, submission_ids, formats=None) -> Pack:
+    pack = pack_create(project_id=project.pk, user=admin, name="Release", submission_ids=submission_ids, formats=formats)
+    pack_build(pack_id=pack.pk)
+    pack.refresh_from_db()
+    assert pack.status == PackStatus.READY, pack.error
+    return pack
+
+
+def test_the_admin_picks_formats_opens_the_pack_and_downloads_one_format(demo_pack, client):
+    admin = _admin(demo_pack.project)
+    client.force_login(admin)
+    page = client.get(reverse("pack-list", args=[demo_pack.project.pk]))
+    assert page.status_code == 200
+    for label in ("APEX-Agents / Archipelago", "HealthBench-style rubric JSONL", "Inspect AI task folder", "Hugging Face dataset"):
+        assert label in page.content.decode()
+    response = client.post(reverse("pack-list", args=[demo_pack.project.pk]),
+                           {"name": "Release", "submissions": [demo_pack.submission.pk], "formats": ["healthbench", "huggingface"]})
+    assert response.status_code == 302
+    pack = Pack.objects.get()
+    assert pack.formats == ["healthbench", "huggingface"]
+    pack_build(pack_id=pack.pk)
+    detail = client.get(reverse("pack-detail", args=[pack.pk])).content.decode()
+    assert "healthbench.jsonl" in detail and "hf/tasks.parquet" in detail and "tasks_and_rubrics.json" not in detail
+    assert "first built version" in detail  # nothing to compare with yet
+    assert "not measured" in detail  # the demo batch is not graded
+    download = client.get(reverse("pack-download-format", args=[pack.pk, "healthbench"]))
+    assert download.status_code == 200 and download["Content-Disposition"].startswith("attachment")
+    names = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content))).namelist()
+    assert names == ["healthbench.jsonl", "README.md", "manifest.json"]  # no world: HealthBench does not read one
+    assert client.get(reverse("pack-download-format", args=[pack.pk, "apex"])).status_code == 404  # not in this pack
+
+
+def test_building_again_shows_what_changed(demo_pack, client):
+    admin, author, reviewer = (demo_pack.project.memberships.get(role=r).user for r in (Role.ADMIN, Role.AUTHOR, Role.REVIEWER))
+    first = _built(demo_pack.project, admin, [demo_pack.submission.pk], formats=["taskwright"])
+    world = demo_pack.env_task.world
+    later = factories.env_task(world, author, title="A second task")
+    memo = world.documents.filter(kind="file").order_by("path").first()
+    authoring_services.document_update(document=memo, user=author, base_revision=memo.revision, content="# Rewritten\n\nNew terms.\n")
+    submission = approve(later, author=author, reviewer=reviewer)
+    second = pack_create(project_id=demo_pack.project.pk, user=admin, name="Release", submission_ids=[demo_pack.submission.pk, submission.pk],
+                         formats=["taskwright"])
+    pack_build(pack_id=second.pk)
+    client.force_login(admin)
+    page = client.get(reverse("pack-detail", args=[second.pk])).content.decode()
+    assert f"Compared with <a href=\"{reverse('pack-detail', args=[first.pk])}\">version {first.version}</a>: 1 added, 0 removed" in page
+    assert "A second task" in page
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=admin).key}")
+    diff = api.get(f"/api/packs/{second.pk}/diff/").json()
+    assert [t["title"] for t in diff["added"]] == ["A second task"] and diff["removed"] == [] and diff["unchanged"] == 1
+    third = pack_build_again(pack=second, user=admin)
+    assert third.version == second.version + 1
+    versions = api.get(f"/api/packs/{second.pk}/versions/").json()
+    assert [v["version"] for v in versions["results"]] == [third.version, second.version, first.version]
+
+
+def test_a_changed_world_document_is_named_in_the_diff(team, world, env_task):
+    for document in world.documents.all():
+        authoring_services.document_update(document=document, user=team.author, base_revision=document.revision, content="Version one.")
+    first_submission = approve(env_task, author=team.author, reviewer=team.reviewer)
+    first = _built(team.project, team.admin, [first_submission.pk], formats=["taskwright"])
+    document = world.documents.order_by("path").first()
+    authoring_services.document_update(document=document, user=team.author, base_revision=document.revision, content="Version two.")
+    other = factories.env_task(world, team.author, title="Other")
+    second = _built(team.project, team.admin, [first_submission.pk, approve(other, author=team.author, reviewer=team.reviewer).pk],
+                    formats=["taskwright"])
+    from packs.selectors import pack_diff
+
+    diff = pack_diff(pack=second, previous=first)
+    assert diff["unchanged"] == 1 and [t["title"] for t in diff["added"]] == ["Other"]  # the first task is frozen on its own world state
+    assert first.version < second.version
+
+
+def test_pack_api_creates_with_formats_and_downloads_a_format(demo_pack):
+    admin = _admin(demo_pack.project)
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=admin).key}")
+    created = api.post("/api/packs/", {"project": demo_pack.project.pk, "name": "API", "submission_ids": [demo_pack.submission.pk],
+                                       "formats": ["inspect"]}, format="json")
+    assert created.status_code == 201 and created.json()["formats"] == ["inspect"]
+    bad = api.post("/api/packs/", {"project": demo_pack.project.pk, "name": "API", "submission_ids": [demo_pack.submission.pk],
+                                   "formats": ["zip"]}, format="json")
+    assert bad.status_code == 400
+    pack_build(pack_id=created.json()["id"])
+    body = api.get(f"/api/packs/{created.json()['id']}/").json()
+    assert list(body["format_downloads"]) == ["inspect"]
+    download = api.get(body["format_downloads"]["inspect"])
+    names = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content))).namelist()
+    assert "inspect/task.py" in names and any(n.startswith("world_files_zipped/") for n in names)
+
+
+def test_pack_import_through_the_page_and_the_api_and_refusals(demo_pack, client):
+    admin = _admin(demo_pack.project)
+    pack = _built(demo_pack.project, admin, [demo_pack.submission.pk], formats=["taskwright"])
+    with pack.file.open("rb") as handle:
+        data = handle.read()
+    target = factories.project("Target")
+    target_admin, target_author = factories.member(target, Role.ADMIN), factories.member(target, Role.AUTHOR)
+    client.force_login(target_admin)
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    page = client.post(reverse("pack-import", args=[target.pk]), {"file": SimpleUploadedFile("release.zip", data)})
+    assert page.status_code == 200 and "1 task now in this project" in page.content.decode()
+    refused = client.post(reverse("pack-import", args=[target.pk]), {"file": SimpleUploadedFile("bad.zip", b"not a zip")})
+    assert refused.status_code == 400 and "Nothing was imported" in refused.content.decode()
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=target_admin).key}")
+    answer = api.post("/api/packs/import/", {"project": target.pk, "file": SimpleUploadedFile("release.zip", data)}, format="multipart")
+    assert answer.status_code == 201 and len(answer.json()["task_ids"]) == 1
+    author_api = APIClient()
+    author_api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=target_author).key}")
+    assert author_api.post("/api/packs/import/", {"project": target.pk, "file": SimpleUploadedFile("r.zip", data)},
+                           format="multipart").status_code == 400
+    assert target.env_tasks.count() == 2
+    # another project's admin sees none of these packs
+    client.force_login(target_admin)
+    assert client.get(reverse("pack-detail", args=[pack.pk])).status_code == 404
+
+
+def test_world_export_and_import_over_the_api(demo_pack):
+    author = demo_pack.project.memberships.get(role=Role.AUTHOR).user
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=author).key}")
+    world = demo_pack.env_task.world
+    exported = api.get(f"/api/worlds/{world.pk}/export/")
+    assert exported.status_code == 200 and exported["Content-Type"] == "application/zip"
+    data = b"".join(exported.streaming_content)
+    assert ".apps_data/mail/sent.mbox" in zipfile.ZipFile(io.BytesIO(data)).namelist()
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    imported = api.post("/api/worlds/import/", {"project": demo_pack.project.pk, "file": SimpleUploadedFile("w.zip", data), "title": "Copy"},
+                        format="multipart")
+    assert imported.status_code == 201 and imported.json()["title"] == "Copy"
+    reviewer = demo_pack.project.memberships.get(role=Role.REVIEWER).user
+    reviewer_api = APIClient()
+    reviewer_api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=reviewer).key}")
+    assert reviewer_api.get(f"/api/worlds/{world.pk}/export/").status_code == 400
+    assert json.loads(reviewer_api.get(f"/api/worlds/{world.pk}/export/").content)["detail"]
