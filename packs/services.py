@@ -2,11 +2,15 @@ import hashlib
 import logging
 import tempfile
 from datetime import timedelta
+from itertools import batched
 
 from django.core.files import File
 from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Max, Q
+from django.db.models.fields.json import KT
+from django.db.models.functions import MD5
 from django.utils import timezone
 
 from accounts.models import Project
@@ -17,7 +21,7 @@ from authoring.services.world_transfer import world_import
 from core.archives import safe_member_read
 from core.exceptions import ApplicationError
 from core.jobs import JobStates, claim_job, kept_alive, stale
-from packs.build import BuiltTask, BuiltWorld, SubmissionRow, build_pack_zip
+from packs.build import BuiltTask, BuiltWorld, SubmissionRow, WorldZipCache, build_pack_zip
 from packs.formats import ALL_FORMATS
 from packs.importer import MAX_WORLD_ZIP_BYTES, read_pack
 from packs.models import Pack, PackStatus, PackTaskEntry, PackWorldEntry
@@ -75,16 +79,20 @@ def pack_create(*, project_id: int, user, name: str, submission_ids: list[int], 
     return pack
 
 
+def newest_approved_submission_ids(submissions) -> list[int]:
+    """Of these submissions, the newest approved version of each task."""
+    newest: dict[int, tuple[int, int]] = {}  # task → (submission, number)
+    for pk, task_pk, number in submissions.filter(status=SubmissionStatus.APPROVED).values_list("pk", "env_task_id", "number"):
+        if task_pk not in newest or number > newest[task_pk][1]:
+            newest[task_pk] = (pk, number)
+    return [pk for pk, _ in newest.values()]
+
+
 def pack_build_again(*, pack: Pack, user) -> Pack:
     """The next version of a pack: the same name and formats, with every task it held at
     its newest approved version (tasks approved since are added on the Packs page)."""
     require_role(membership_get(user=user, project_id=pack.project_id), "export")
-    newest: dict[int, tuple[int, int]] = {}  # task → (submission, number) of its newest approved version
-    approved = Submission.objects.filter(env_task_id__in=pack.submissions.values("env_task_id"), status=SubmissionStatus.APPROVED)
-    for pk, task_pk, number in approved.values_list("pk", "env_task_id", "number"):
-        if task_pk not in newest or number > newest[task_pk][1]:
-            newest[task_pk] = (pk, number)
-    ids = [pk for pk, _ in newest.values()]
+    ids = newest_approved_submission_ids(Submission.objects.filter(env_task_id__in=pack.submissions.values("env_task_id")))
     return pack_create(project_id=pack.project_id, user=user, name=pack.name, submission_ids=ids, formats=pack.formats or None)
 
 
@@ -134,14 +142,48 @@ ENTRIES_PER_INSERT = 500
 
 
 def _rows(pack: Pack):
-    """The pack's task versions, a chunk at a time, with what the manifest says of each."""
+    """The pack's task versions, a chunk at a time, with what the manifest says of each.
+    Only the task and rubric parts of each snapshot are read, with a digest of its world:
+    a world's documents are read once per world state (world_snapshot), not once per task."""
     query = (Submission.objects.filter(packs=pack).order_by("env_task_id", "number")
-             .values_list("id", "number", "snapshot", "env_task_id", "rubric_version_id", "rubric_version__pass_threshold",
+             .annotate(world_digest=MD5(KT("snapshot__world")))
+             .values_list("id", "number", "snapshot__task", "snapshot__rubric", "snapshot__world__id", "snapshot__world__title",
+                          "world_digest", "env_task_id", "rubric_version_id", "rubric_version__pass_threshold",
                           "rubric_version__all_must_pass", "rubric_version__judge_samples"))
-    for pk, number, snapshot, task_pk, rubric_id, threshold, all_must_pass, judge_samples in query.iterator(chunk_size=ROWS_PER_CHUNK):
-        difficulty, model_usd = task_measurements(env_task_id=task_pk, rubric_version_id=rubric_id)
-        yield SubmissionRow(id=pk, number=number, snapshot=snapshot, pass_threshold=threshold, all_must_pass=all_must_pass,
-                            judge_samples=judge_samples, difficulty=difficulty, cost={"model_usd": model_usd, "expert_usd": None})
+    for chunk in batched(query.iterator(chunk_size=ROWS_PER_CHUNK), ROWS_PER_CHUNK):
+        measured = task_measurements([(row[7], row[8]) for row in chunk])
+        for pk, number, task, rubric, world_pk, world_title, world_digest, task_pk, rubric_id, threshold, all_must_pass, judge_samples in chunk:
+            difficulty, model_usd = measured[(task_pk, rubric_id)]
+            yield SubmissionRow(id=pk, number=number, task=task, rubric=rubric, world_pk=world_pk, world_title=world_title,
+                                world_digest=world_digest, pass_threshold=threshold, all_must_pass=all_must_pass,
+                                judge_samples=judge_samples, difficulty=difficulty, cost={"model_usd": model_usd, "expert_usd": None})
+
+
+WORLD_CACHE_FOLDER = "packs/world-cache"
+
+
+def world_zip_cache() -> WorldZipCache:
+    """Rendered world zips in Django's storage, so every host shares them. Kept by content
+    (a few hundred kB per world state); a file that is there is complete (saved whole)."""
+
+    def load(name: str) -> bytes | None:
+        path = f"{WORLD_CACHE_FOLDER}/{name}"
+        try:
+            with default_storage.open(path, "rb") as handle:
+                return handle.read()
+        except (FileNotFoundError, OSError):
+            return None
+
+    def store(name: str, data: bytes) -> None:
+        path = f"{WORLD_CACHE_FOLDER}/{name}"
+        if not default_storage.exists(path):
+            default_storage.save(path, ContentFile(data))
+
+    return WorldZipCache(load, store)
+
+
+def world_snapshot(submission_id: int) -> dict:
+    return Submission.objects.filter(pk=submission_id).values_list("snapshot__world", flat=True).get()
 
 
 def _write_pack_file(pack: Pack) -> None:
@@ -182,7 +224,8 @@ def _write_pack_file(pack: Pack) -> None:
     PackWorldEntry.objects.filter(pack=pack).delete()
     with tempfile.TemporaryFile() as out:
         manifest = build_pack_zip(
-            out, pack_info=pack_info, rows=_rows(pack), total=pack.submissions.count(), domain=pack.project.name,
+            out, pack_info=pack_info, rows=_rows(pack), total=pack.submissions.count(), domain=pack.project.name, world_of=world_snapshot,
+            cache=world_zip_cache(),
             formats=pack.formats or None, on_progress=on_progress, on_task=on_task, on_world=on_world,
         )
         flush()

@@ -4,6 +4,7 @@ ranking, judge stability, and difficulty (pass@k)."""
 import math
 
 from django.db import transaction
+from django.db.models import F
 
 from accounts.selectors import membership_get
 from authoring.models import Criterion, RubricVersion
@@ -99,23 +100,32 @@ def difficulty(*, batch: RolloutBatch, rubric_version: RubricVersion | None = No
     return {"n": finished, "c": passed, "curve": curve, "band": band}
 
 
-def task_measurements(*, env_task_id: int, rubric_version_id: int) -> tuple[dict | None, float | None]:
-    """What a pack's manifest says of a task: the difficulty measured by its latest batch
-    graded on this rubric version (None when there is none), and the model cost of all
-    its trial rollouts in USD (None when it never ran any). For a build, not a page: no access rule."""
+def task_measurements(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], tuple[dict | None, float | None]]:
+    """What a pack's manifest says of each (task, rubric version): the difficulty measured
+    by the task's latest batch graded on that rubric version (None when there is none),
+    and the model cost of all the task's trial rollouts in USD (None when it never ran
+    any). A few queries for the whole list, whatever its length (plus two per measured
+    batch). For a build, not a page: no access rule."""
     from django.db.models import Sum
 
-    batches = RolloutBatch.objects.filter(env_task_id=env_task_id)
-    spent = Rollout.objects.filter(batch__in=batches).aggregate(total=Sum("cost"))["total"]
-    batch = (batches.filter(rubric_version_id=rubric_version_id, rollouts__grades__rubric_version_id=rubric_version_id,
-                            rollouts__grades__status=GradeStatus.GRADED)
-             .order_by("-created_at", "-id").first())
-    if batch is None:
-        return None, None if spent is None else float(spent)
-    measured = difficulty(batch=batch)
-    if not measured["curve"]:
-        return None, None if spent is None else float(spent)
-    k, top = measured["curve"][-1]
-    found = {"batch_id": batch.pk, "n": measured["n"], "c": measured["c"], "pass_at_1": measured["curve"][0][1],
-             "k": k, "pass_at_k": top, "band": measured["band"]}
-    return found, None if spent is None else float(spent)
+    task_ids = {task for task, _ in pairs}
+    spent = dict(Rollout.objects.filter(batch__env_task_id__in=task_ids).values_list("batch__env_task_id")
+                 .annotate(total=Sum("cost")).values_list("batch__env_task_id", "total"))
+    latest: dict[tuple[int, int], int] = {}
+    graded = (RolloutBatch.objects.filter(env_task_id__in=task_ids, rubric_version_id__in={rubric for _, rubric in pairs},
+                                          rollouts__grades__rubric_version_id=F("rubric_version_id"), rollouts__grades__status=GradeStatus.GRADED)
+              .order_by("-created_at", "-id").values_list("pk", "env_task_id", "rubric_version_id").distinct())
+    for batch_id, task, rubric in graded:
+        latest.setdefault((task, rubric), batch_id)
+    batches = RolloutBatch.objects.in_bulk([latest[p] for p in pairs if p in latest])
+    found = {}
+    for task, rubric in pairs:
+        cost = None if spent.get(task) is None else float(spent[task])
+        measured = difficulty(batch=batches[latest[(task, rubric)]]) if (task, rubric) in latest else None
+        if not measured or not measured["curve"]:
+            found[(task, rubric)] = (None, cost)
+            continue
+        k, top = measured["curve"][-1]
+        found[(task, rubric)] = ({"batch_id": latest[(task, rubric)], "n": measured["n"], "c": measured["c"],
+                                  "pass_at_1": measured["curve"][0][1], "k": k, "pass_at_k": top, "band": measured["band"]}, cost)
+    return found

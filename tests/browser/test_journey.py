@@ -5,6 +5,7 @@ else is done by clicking through the pages, and the checks are what a person see
 """
 
 import hashlib
+import io
 import json
 import re
 import signal
@@ -231,20 +232,37 @@ def test_author_review_pack_journey(page: Page, live_server, celery_worker_proce
     assert_same_document(page)
     page.screenshot(path=screenshot_dir / "07-packs.png", full_page=True)
 
+    # The pack's page: its formats, each downloadable on its own, and the checksums.
+    pack_row.get_by_role("link", name="ma-foundation v1").click()
+    expect(page.get_by_role("heading", name=re.compile("ma-foundation"), level=1)).to_be_visible()
+    for label in ("APEX-Agents / Archipelago", "HealthBench-style rubric JSONL", "Inspect AI task folder",
+                  "Hugging Face dataset (Parquet + card)", "Taskwright's own format (importable)"):
+        expect(page.locator("tr[id^=format-]", has_text=label)).to_be_visible()
+    expect(page.get_by_text("first built version")).to_be_visible()
+    page.screenshot(path=screenshot_dir / "08-pack-detail.png", full_page=True)
+    with page.expect_download() as format_download:
+        page.locator("#format-healthbench").get_by_role("link", name="Download this format").click()
+    with zipfile.ZipFile(format_download.value.path()) as archive:
+        [line] = [json.loads(row) for row in archive.read("healthbench.jsonl").decode().splitlines()]
+        assert {item["criterion"]: item["points"] for item in line["rubrics"]} == {
+            "States the purchase price of $12m": 3, "Cites the letter of intent as the source": 2, "Invents a price not in the data room": -2}
+
     with page.expect_download() as download_info:
-        pack_row.get_by_role("link", name=re.compile("Download")).click()
+        page.get_by_role("link", name=re.compile("Download all")).click()
     download = download_info.value
     assert download.suggested_filename.endswith(".zip")
     zip_path = download.path()
 
     with zipfile.ZipFile(zip_path) as archive:
         names = set(archive.namelist())
-        assert {"tasks.jsonl", "manifest.json", f"worlds/{world.pk}.json"} <= names
-        lines = [json.loads(line) for line in archive.read("tasks.jsonl").decode().splitlines() if line]
+        world_zip = f"world_files_zipped/world-{world.pk}.zip"
+        assert {"manifest.json", "taskwright/tasks.jsonl", "tasks_and_rubrics.json", "verifiers.json", "healthbench.jsonl",
+                "inspect/task.py", "hf/tasks.parquet", world_zip} <= names
+        lines = [json.loads(line) for line in archive.read("taskwright/tasks.jsonl").decode().splitlines() if line]
         assert len(lines) == 1
         task = lines[0]
         assert task["title"] == "State the purchase price"
-        assert task["task_version"] == 2
+        assert task["version"] == 2
         assert task["prompt"] == "Read the data room and state the purchase price, in figures and in words."
         assert task["reference_answer"] == "The price is $12m, per the signed LOI."
         criteria = {c["text"]: c["points"] for c in task["rubric"]["criteria"]}
@@ -260,8 +278,8 @@ def test_author_review_pack_journey(page: Page, live_server, celery_worker_proce
             data = archive.read(path)
             assert hashlib.sha256(data).hexdigest() == entry["sha256"], path
             assert len(data) == entry["bytes"], path
-        world_file = json.loads(archive.read(f"worlds/{world.pk}.json"))
-        assert "Deal/Letter of intent.docx" in [d["path"] for d in world_file["documents"]]
+        world_files = zipfile.ZipFile(io.BytesIO(archive.read(world_zip))).namelist()
+        assert "filesystem/Deal/Letter of intent.docx" in world_files
 
     assert console_log.errors == []
 

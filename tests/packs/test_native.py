@@ -121,3 +121,25 @@ def _rezip(entries: dict[str, bytes]) -> bytes:
         for name, value in entries.items():
             archive.writestr(name, value)
     return out.getvalue()
+
+
+def test_build_pack_and_import_pack_commands(demo_pack, tmp_path):
+    from io import StringIO
+
+    from django.core.management import CommandError, call_command
+
+    out = tmp_path / "release.zip"
+    printed = StringIO()
+    call_command("build_pack", project=demo_pack.project.slug, username="demo-admin", name="Scripted", formats="taskwright,healthbench",
+                 out=str(out), stdout=printed)
+    assert "Built Scripted v1 (1 tasks, formats: healthbench, taskwright)" in printed.getvalue()
+    assert {"healthbench.jsonl", "taskwright/tasks.jsonl"} <= set(zipfile.ZipFile(out).namelist())
+    target = factories.project("Scripted target")
+    factories.member(target, Role.ADMIN, username="target-admin")
+    printed = StringIO()
+    call_command("import_pack", str(out), project=target.slug, username="target-admin", stdout=printed)
+    assert "Imported 1 task(s)" in printed.getvalue() and target.env_tasks.count() == 1
+    with pytest.raises(CommandError, match="Unknown pack format"):
+        call_command("build_pack", project=demo_pack.project.slug, username="demo-admin", formats="zip", stdout=StringIO())
+    with pytest.raises(CommandError, match="No such file"):
+        call_command("import_pack", str(tmp_path / "missing.zip"), project=target.slug, username="target-admin")

@@ -1,6 +1,7 @@
 """The pack build on a real Celery worker and a real broker, and the build's idempotency."""
 
 import hashlib
+import io
 import json
 import re
 import time
@@ -18,7 +19,7 @@ BUILD_TIMEOUT = 60
 
 
 def _approved_submission(team, *, criteria: int = 3) -> Submission:
-    world = factories.world(team.project, team.author, documents=3)
+    world = factories.world(team.project, team.author, documents=3, drafted=True)
     env_task = factories.env_task(world, team.author, criteria=criteria)
     submission = submission_create(env_task=env_task, user=team.author)
     claimed = submission_claim_next(user=team.reviewer)
@@ -65,18 +66,19 @@ def test_a_real_worker_builds_the_pack_queued_on_commit(team, celery_worker_proc
             content = archive.read(entry["path"])
             assert hashlib.sha256(content).hexdigest() == entry["sha256"], entry["path"]
             assert len(content) == entry["bytes"]
-        lines = [json.loads(line) for line in archive.read("tasks.jsonl").decode().splitlines() if line]
-        world = json.loads(archive.read(f"worlds/{env_task.world_id}.json"))
+        lines = [json.loads(line) for line in archive.read("taskwright/tasks.jsonl").decode().splitlines() if line]
+        world = zipfile.ZipFile(io.BytesIO(archive.read(f"world_files_zipped/world-{env_task.world_id}.zip")))
+        inspect_samples = archive.read("inspect/samples.jsonl").decode().splitlines()
 
-    assert manifest["task_count"] == 1
+    assert manifest["counts"]["tasks"] == 1 and len(inspect_samples) == 1
     assert manifest["pack"]["version"] == pack.version
     [line] = lines
-    assert line["task_id"] == env_task.pk
-    assert line["submission_id"] == submission.pk
+    assert line["task_id"] == f"task-{env_task.pk}"
     assert line["prompt"] == env_task.prompt
     assert [c["text"] for c in line["rubric"]["criteria"]] == [c.text for c in submission.rubric_version.criteria.all()]
     assert [c["points"] for c in line["rubric"]["criteria"]] == [5, 4, 3]
-    assert sorted(d["path"] for d in world["documents"]) == sorted(env_task.world.documents.values_list("path", flat=True))
+    assert sorted(n.removeprefix("filesystem/") for n in world.namelist() if n.startswith("filesystem/") and not n.endswith("/")) == \
+        sorted(env_task.world.documents.values_list("path", flat=True))
 
 
 def test_building_a_pack_twice_is_a_no_op_the_second_time(team, settings, tmp_path, django_capture_on_commit_callbacks):

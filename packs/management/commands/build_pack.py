@@ -15,8 +15,8 @@ from accounts.models import Project, User
 from core.exceptions import ApplicationError
 from packs.formats import ALL_FORMATS
 from packs.models import Pack, PackStatus
-from packs.services import pack_build, pack_create
-from reviews.models import Submission, SubmissionStatus
+from packs.services import newest_approved_submission_ids, pack_build, pack_create
+from reviews.models import Submission
 
 
 class Command(BaseCommand):
@@ -37,12 +37,7 @@ class Command(BaseCommand):
         except (Project.DoesNotExist, User.DoesNotExist) as exc:
             raise CommandError(str(exc)) from None
         if not submissions:
-            newest: dict[int, tuple[int, int]] = {}
-            for pk, task_pk, number in Submission.objects.filter(project=project_row, status=SubmissionStatus.APPROVED).values_list(
-                    "pk", "env_task_id", "number"):
-                if task_pk not in newest or number > newest[task_pk][1]:
-                    newest[task_pk] = (pk, number)
-            submissions = [pk for pk, _ in newest.values()]
+            submissions = newest_approved_submission_ids(Submission.objects.filter(project=project_row))
         try:
             pack = pack_create(project_id=project_row.pk, user=user, name=name, submission_ids=submissions,
                                formats=[f.strip() for f in formats.split(",") if f.strip()])
