@@ -1,8 +1,11 @@
 """A world as a zip in the APEX-Agents / Archipelago layout (FORMATS.md, "World on disk").
 
-Pure over plain values (no database): the service hands in the documents. The zip is
-deterministic: entries in name order, fixed timestamps and modes, ids derived from
-(WORLD_KEY, path), so the same world always gives the same files. A world with a
+Pure over plain values (no database): the service hands in the documents
+(write_world_zip), or a frozen snapshot of the world as plain values
+(write_world_snapshot_zip, what a pack build holds). The zip is deterministic: entries
+in name order, fixed timestamps and modes, ids derived from (WORLD_KEY, path) unless a
+document keeps the ones it was imported with, so the same world always gives the same
+files. A world with a
 document that cannot be rendered is not exported at all: the error names every such
 document (a zip with a hole in it would give agents a world the task was not written
 for).
@@ -13,14 +16,15 @@ import json
 import logging
 import tempfile
 import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from authoring.rendering import WorldItem, render_chat, render_file, render_ics, render_mbox
-from authoring.rendering.chat import chat_message
-from authoring.rendering.events import event_uid
-from authoring.rendering.headers import parse_chat, parse_email, parse_event, parse_items, thread_roots
-from authoring.rendering.mail import message_id
+from authoring.rendering.chat import chat_message_ids
+from authoring.rendering.events import event_uids
+from authoring.rendering.headers import parse_chat, parse_email, parse_event, parse_kept
+from authoring.rendering.mail import email_message_ids
 from core.exceptions import ApplicationError
 
 from .layout import APPS_DATA, CHAT_DIR, FILESYSTEM, ICS, MBOX, SIDECAR, SIDECAR_VERSION, WORLD_KEY, ZIP_DATE, export_path
@@ -28,7 +32,8 @@ from .layout import APPS_DATA, CHAT_DIR, FILESYSTEM, ICS, MBOX, SIDECAR, SIDECAR
 logger = logging.getLogger(__name__)
 
 MAX_PROBLEMS_SHOWN = 10
-FILE_METADATA_KEYS = ("author",)  # the only metadata a file's rendering reads
+FILE_METADATA_KEYS = ("author",)  # the only metadata a file's rendering reads (all that world.json version 1 kept)
+DEFAULT_TARGET_SIZE = 300
 
 
 @dataclass(frozen=True)
@@ -39,16 +44,43 @@ class ExportDocument:
     content: str
     metadata: dict = field(default_factory=dict)
     is_skeleton: bool = False  # no content yet: not part of the world until drafted
+    brief: str = ""
+    target_size: int = DEFAULT_TARGET_SIZE
+    status: str = "edited"  # drafted, edited or locked (world.json keeps it; a locked document comes back locked)
+
+    @classmethod
+    def from_snapshot(cls, document: Mapping) -> "ExportDocument":
+        """One document of a world snapshot: {"path", "kind", "format", "brief", "metadata",
+        "target_size", "content", "status"}. A skeleton without content is not part of
+        the world yet (write_world_zip refuses the export until it is drafted or deleted)."""
+        content, status = str(document.get("content") or ""), str(document.get("status") or "edited")
+        size = document.get("target_size")
+        return cls(
+            path=str(document["path"]), kind=str(document.get("kind") or "file"), format=str(document.get("format") or ""),
+            content=content, metadata=dict(document.get("metadata") or {}), is_skeleton=status == "skeleton" and not content,
+            brief=str(document.get("brief") or ""), target_size=DEFAULT_TARGET_SIZE if size is None else int(size), status=status,
+        )
 
 
 @dataclass
 class _Rendered:
     problems: list[str] = field(default_factory=list)
     apps: dict[str, bytes] = field(default_factory=dict)  # zip name → bytes (mail, chat, calendar)
-    ids: dict[str, dict[str, str]] = field(default_factory=lambda: {"mail": {}, "chat": {}, "calendar": {}})
+    ids: dict[str, dict[str, str]] = field(default_factory=lambda: {"mail": {}, "chat": {}, "calendar": {}})  # id → path
 
 
-def write_world_zip(documents: list[ExportDocument], *, title: str, out: BinaryIO) -> dict[str, int]:
+def write_world_snapshot_zip(snapshot: Mapping, *, out: BinaryIO) -> dict[str, int]:
+    """write_world_zip over a frozen snapshot of a world, as plain values:
+    {"id", "title", "outline", "facts": [{key, value}], "documents": [{"path", "kind",
+    "format", "brief", "metadata", "target_size", "content", "status"}]} ("id" is not
+    written: a world's zip is the same wherever the world lives)."""
+    return write_world_zip(
+        [ExportDocument.from_snapshot(d) for d in snapshot.get("documents") or []], title=str(snapshot.get("title") or ""),
+        outline=str(snapshot.get("outline") or ""), facts=list(snapshot.get("facts") or []), out=out,
+    )
+
+
+def write_world_zip(documents: list[ExportDocument], *, title: str, out: BinaryIO, outline: str = "", facts: list | None = None) -> dict[str, int]:
     """Write the world's zip to `out`; return counts per kind. Raises ApplicationError
     naming the documents that do not render (nothing useful is written then)."""
     result = _Rendered()
@@ -69,11 +101,16 @@ def write_world_zip(documents: list[ExportDocument], *, title: str, out: BinaryI
         placed, sources = _render_files(files, targets, spool, result.problems)
         if result.problems:
             raise ApplicationError(_problems_message(result.problems))
+        items = {item.path: item for item in emails + chats + events}  # metadata as written (attachments renamed)
+        by_path = {d.path: d for d in live}
         sidecar = {
             "taskwright_world": SIDECAR_VERSION,
             "title": title,
+            "outline": outline,
+            "facts": list(facts or []),
             "files": sources,
-            **result.ids,
+            **{app: {key: {"path": path, **_notes(by_path[path], items[path].metadata)} for key, path in ids.items()}
+               for app, ids in result.ids.items()},
         }
         entries: dict[str, bytes | tuple[int, int] | None] = {f"{APPS_DATA}": None, f"{FILESYSTEM}": None}
         entries.update(result.apps)
@@ -142,7 +179,8 @@ def _attachments_renamed(metadata: dict, renamed: dict[str, str]) -> dict:
     raw = metadata.get("attachments")
     if not renamed or not raw or not isinstance(raw, str | list):
         return metadata
-    paths = [str(p).strip() for p in (raw if isinstance(raw, list) else raw.split(",")) if str(p).strip()]
+    # "/Deal/LOI" (absolute, as X-Attachments writes it) names the document at Deal/LOI too.
+    paths = [str(p).strip().lstrip("/") for p in (raw if isinstance(raw, list) else raw.split(",")) if str(p).strip().lstrip("/")]
     if not any(p in renamed for p in paths):
         return metadata
     return {**metadata, "attachments": ", ".join(renamed.get(p, p) for p in paths)}
@@ -175,16 +213,25 @@ def _render_files(files: list[ExportDocument], targets: dict[str, str], spool, p
             "format": document.format,
             "sha256": hashlib.sha256(data).hexdigest(),
             "content": document.content,
-            "metadata": {k: document.metadata[k] for k in FILE_METADATA_KEYS if document.metadata.get(k)},
+            **_notes(document, document.metadata),
         }
     return placed, sources
 
 
+def _notes(document: ExportDocument, metadata: dict) -> dict:
+    """What world.json keeps of a document beyond its content: Taskwright's authoring notes."""
+    return {"kind": document.kind, "metadata": metadata, "brief": document.brief, "target_size": document.target_size,
+            "status": document.status}
+
+
 def _each_parses(items: list[WorldItem], parse, problems: list[str]) -> bool:
+    """Every item's own problems, each named (the app-wide render then names only the first)."""
     before = len(problems)
+    kind = {parse_email: "email", parse_chat: "chat", parse_event: "event"}[parse]
     for item in items:
         try:
             parse(item.content, item.metadata)
+            parse_kept(kind, item.metadata)
         except ApplicationError as exc:
             problems.append(f"{item.path}: {exc.message}")
     return len(problems) == before
@@ -195,10 +242,11 @@ def _render_mail(emails: list[WorldItem], result: _Rendered) -> None:
         return
     try:
         result.apps[MBOX] = render_mbox(emails, world_key=WORLD_KEY)
-    except ApplicationError as exc:  # threads: a missing or later root, a circle
+        ids = email_message_ids(emails, world_key=WORLD_KEY)
+    except ApplicationError as exc:  # threads: a missing or later root, a circle; two emails with one Message-ID
         result.problems.append(exc.message)
         return
-    result.ids["mail"] = {message_id(WORLD_KEY, item.path): item.path for item in emails}
+    result.ids["mail"] = {own: path for path, own in ids.items()}
 
 
 def _render_chat(chats: list[WorldItem], result: _Rendered) -> None:
@@ -206,16 +254,12 @@ def _render_chat(chats: list[WorldItem], result: _Rendered) -> None:
         return
     try:
         files = render_chat(chats, world_key=WORLD_KEY)
+        ids = chat_message_ids(chats, world_key=WORLD_KEY)  # the renderer's own: the ids in messages.json
     except ApplicationError as exc:
         result.problems.append(exc.message)
         return
     result.apps.update({CHAT_DIR + name: data for name, data in files.items()})
-    # The renderer's own id function over the same thread roots: the ids in messages.json.
-    by_path = parse_items(chats, parse_chat, "chat message")
-    roots = thread_roots(by_path, "chat message")
-    result.ids["chat"] = {
-        chat_message(by_path[path][1], world_key=WORLD_KEY, path=path, root=roots[path])["message_id"]: path for path in by_path
-    }
+    result.ids["chat"] = {own: path for path, own in ids.items()}
 
 
 def _render_calendar(events: list[WorldItem], result: _Rendered) -> None:
@@ -223,7 +267,8 @@ def _render_calendar(events: list[WorldItem], result: _Rendered) -> None:
         return
     try:
         result.apps[ICS] = render_ics(events, world_key=WORLD_KEY)
+        ids = event_uids(events, world_key=WORLD_KEY)
     except ApplicationError as exc:
         result.problems.append(exc.message)
         return
-    result.ids["calendar"] = {event_uid(WORLD_KEY, item.path): item.path for item in events}
+    result.ids["calendar"] = {uid: path for path, uid in ids.items()}

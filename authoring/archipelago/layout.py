@@ -13,17 +13,25 @@ CALENDAR_DIR = ".apps_data/calendar/"
 ICS = ".apps_data/calendar/calendar.ics"
 # Taskwright's own notes on the export (world.json): under .apps_data/ but in no app's
 # folder, so no Archipelago app reads it and the agents' drive (filesystem/) never shows
-# it. It holds nothing the world's files do not already show: the source text of each
-# file (so an import restores it exactly, where reading a PDF back cannot) and the paths
-# of mail, chat and events (their ids are derived from them). Outline, facts and briefs
-# are authoring notes and never leave Taskwright in a world zip.
+# it. A world's own content travels with it: the scenario outline and the facts sheet,
+# and for every document its kind, brief, metadata, target size and status (a locked
+# document comes back locked); for a file also its source text (so an import restores it
+# exactly, where reading a PDF back cannot), for mail, chat and events their paths, keyed
+# by the id the app file gives them. Version 2:
+#   {"taskwright_world": 2, "title", "outline", "facts": [{key, value}],
+#    "files": {<path under filesystem/>: {kind, format, sha256, content, metadata, brief, target_size, status}},
+#    "mail" | "chat" | "calendar": {<Message-ID | message_id | UID>: {kind, path, metadata, brief, target_size, status}}}
+# Version 1 (still read) had no outline, facts or notes: files' metadata held only
+# "author", and "mail" / "chat" / "calendar" mapped an id to a path.
 SIDECAR = ".apps_data/taskwright/world.json"
-SIDECAR_VERSION = 1
+SIDECAR_VERSION = 2
+SIDECAR_VERSIONS_READ = (1, 2)
 
 # Message-IDs, chat ids and event UIDs are derived from (WORLD_KEY, document path). A
 # constant key is what survives import: paths are kept (world.json names them), so the
 # same world exports to the same ids wherever it lives. Worlds are run one per sandbox,
-# so two worlds sharing ids never meet.
+# so two worlds sharing ids never meet. An imported world's own ids, where they differ,
+# are kept in its documents' metadata and written instead (archipelago/kept.py).
 WORLD_KEY = ""
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)

@@ -7,10 +7,15 @@ Structured forms (every key always present):
   chat  {"channel", "from": {"name", "email"}, "date", "text"}
   event {"subject", "start", "end", "location", "attendees": [addr], "description"}
 Dates are ISO 8601 strings with an offset, kept as written.
+
+An imported world also keeps, in metadata, the ids and calendar details its files came
+with (KEPT_KEYS; parse_kept checks them): the renderers write those instead of deriving
+their own, so a prompt or rubric that names an item still finds it after a re-export.
 """
 
 import datetime as dt
 import re
+import zoneinfo
 from email.utils import getaddresses
 
 from .base import RenderError, WorldItem
@@ -171,6 +176,85 @@ def event_metadata(structured: dict) -> dict:
     }
 
 
+# --- what an imported world came with ----------------------------------------------
+
+KEPT_KEYS = {
+    "email": ("message_id", "thread_id"),
+    "chat": ("message_id", "topic_id", "group_id", "user_id"),
+    "event": ("uid", "all_day", "tzid", "rrule", "exdate", "partstat"),
+}
+MAIL_ID = re.compile(r"^<[^<>\s]{1,250}>$")
+CHAT_ID_PART = re.compile(r"^[^/\s]{1,200}$")
+# group_id and user_id name folders of the zip (Groups/<id>/, Users/<id>/): one safe segment.
+FOLDER_NAME = re.compile(r"^(?!\.{1,2}$)[^/\\\x00-\x1f\x7f]{1,100}$")
+PARTSTATS = {"NEEDS-ACTION", "ACCEPTED", "DECLINED", "TENTATIVE", "DELEGATED"}
+
+
+def _kept_text(metadata: dict, key: str) -> str:
+    value = metadata.get(key)
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or any(ord(ch) < 32 for ch in value):
+        raise RenderError(f"metadata {key!r} must be one line of text.")
+    return value.strip()
+
+
+def parse_kept(kind: str, metadata: dict) -> dict:
+    """The KEPT_KEYS of one email, chat message or event, checked, in the form the
+    renderers use (absent keys are "", False, [] or {}). Raises RenderError naming the key."""
+    kept = {key: _kept_text(metadata, key) for key in KEPT_KEYS[kind] if key not in ("all_day", "exdate", "partstat")}
+    if kind == "email":
+        for key in ("message_id", "thread_id"):
+            if kept[key] and not MAIL_ID.match(kept[key]):
+                raise RenderError(f"metadata {key!r}: {kept[key]!r} is not a Message-ID (one <id@domain> in angle brackets).")
+    elif kind == "chat":
+        parts = kept["message_id"].split("/") if kept["message_id"] else []
+        if kept["message_id"] and (len(parts) != 3 or not all(CHAT_ID_PART.match(p) for p in parts)):
+            raise RenderError(f"metadata 'message_id': {kept['message_id']!r} is not a chat message id (<space>/<topic_id>/<unique>).")
+        if kept["topic_id"] and not CHAT_ID_PART.match(kept["topic_id"]):
+            raise RenderError(f"metadata 'topic_id': {kept['topic_id']!r} is not a topic id (no '/' or spaces).")
+        if parts and kept["topic_id"] and parts[1] != kept["topic_id"]:
+            raise RenderError(f"metadata 'message_id' ({kept['message_id']}) is not in topic {kept['topic_id']!r}.")
+        for key in ("group_id", "user_id"):
+            if kept[key] and not FOLDER_NAME.match(kept[key]):
+                raise RenderError(f"metadata {key!r}: {kept[key]!r} cannot be a folder name (no '/', '\\' or control characters).")
+    else:
+        if len(kept["uid"]) > 255:
+            raise RenderError("metadata 'uid' is longer than 255 characters.")
+        kept.update(_calendar_kept(metadata, kept))
+    return kept
+
+
+def _calendar_kept(metadata: dict, kept: dict) -> dict:
+    all_day = metadata.get("all_day", False)
+    if isinstance(all_day, str) and all_day.strip().lower() in ("", "true", "false"):
+        all_day = all_day.strip().lower() == "true"
+    if not isinstance(all_day, bool):
+        raise RenderError("metadata 'all_day' is 'true' or 'false'.")
+    if kept["tzid"]:
+        try:
+            zoneinfo.ZoneInfo(kept["tzid"])
+        except (ValueError, zoneinfo.ZoneInfoNotFoundError):
+            raise RenderError(f"metadata 'tzid': {kept['tzid']!r} is not a time zone name such as Europe/London.") from None
+    if kept["rrule"]:
+        from icalendar import vRecur
+
+        try:
+            if "FREQ" not in vRecur.from_ical(kept["rrule"]):
+                raise ValueError("no FREQ")
+        except ValueError:
+            raise RenderError(f"metadata 'rrule': {kept['rrule']!r} is not a recurrence rule (e.g. FREQ=WEEKLY;COUNT=10).") from None
+    exdates = [parse_when(text, "exdate") for text in _paths(metadata.get("exdate"))]
+    partstat: dict[str, str] = {}
+    for entry in _paths(metadata.get("partstat")):
+        address, _, status = entry.rpartition("=")
+        if not EMAIL.match(address.strip()) or status.strip().upper() not in PARTSTATS:
+            raise RenderError(f"metadata 'partstat': {entry!r} is not 'name@example.com=ACCEPTED' "
+                              f"(one of {', '.join(sorted(PARTSTATS))}).")
+        partstat[address.strip().lower()] = status.strip().upper()
+    return {"all_day": all_day, "exdate": exdates, "partstat": partstat}
+
+
 # --- items of a world ----------------------------------------------------------------------
 
 def parse_items(items: list[WorldItem], parse, noun: str) -> dict[str, tuple[WorldItem, dict, dt.datetime]]:
@@ -191,8 +275,11 @@ def _a(noun: str) -> str:
     return ("an " if noun[0] in "aeiou" else "a ") + noun
 
 
-def thread_roots(by_path: dict, noun: str) -> dict[str, str]:
-    """path → path of its thread's root, following metadata['thread'] to the first message."""
+def thread_roots(by_path: dict, noun: str, *, dated: bool = True) -> dict[str, str]:
+    """path → path of its thread's root, following metadata['thread'] to the first message.
+    With `dated`, no message may be older than its root (mail: In-Reply-To and References
+    chain by date). Chat says which message is the root by its ids, not its date, and a
+    reply may carry an earlier timestamp than its root: there, dated=False."""
     roots: dict[str, str] = {}
     for path in by_path:
         seen = [path]
@@ -209,7 +296,7 @@ def thread_roots(by_path: dict, noun: str) -> dict[str, str]:
             seen.append(parent)
             current = parent
         roots[path] = current
-    for path, root in roots.items():
+    for path, root in roots.items() if dated else ():
         if by_path[path][2] < by_path[root][2]:
             raise RenderError(f"{path}: dated {by_path[path][1].get('date')}, before its thread's first {noun} {root} "
                               f"({by_path[root][1].get('date')}).")

@@ -4,6 +4,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 
 from authoring.models import Document, DocumentFormat, DocumentKind, DocumentStatus, DocumentVersion, VersionSource, World
+from authoring.rendering.headers import KEPT_KEYS, parse_kept
 from authoring.services.common import author_membership, check_revision
 from core.exceptions import ApplicationError
 from core.validation import reject_unstorable
@@ -11,6 +12,9 @@ from core.validation import reject_unstorable
 MAX_CONTENT_CHARS = 500_000
 MAX_DOCUMENTS_PER_WORLD = 5_000
 METADATA_KEYS = {"from", "to", "cc", "bcc", "date", "subject", "channel", "author", "attendees", "start", "end", "location", "thread", "attachments"}
+# What an imported email, chat message or event came with (ids, all-day, recurrence,
+# time zone, attendees' answers): kept so a re-export writes them (docs/content-format.md).
+METADATA_KEYS |= {key for keys in KEPT_KEYS.values() for key in keys}
 
 
 def clean_path(path: str) -> str:
@@ -43,6 +47,8 @@ def clean_document_fields(*, path: str, kind: str, format: str, metadata: object
     unknown = set(metadata) - METADATA_KEYS
     if unknown:
         raise ApplicationError(f"Unknown metadata field(s): {', '.join(sorted(unknown))}.")
+    if kind in KEPT_KEYS:
+        parse_kept(kind, metadata)  # group and user ids become folder names of a world zip: checked before they are stored
     try:
         target_size = int(target_size)
     except (TypeError, ValueError):

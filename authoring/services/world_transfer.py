@@ -3,11 +3,14 @@ new world (authoring.archipelago does the formats; this module the roles and the
 
 Authors and admins export and import; reviewers read worlds in the editor but take none
 away (a world zip is the whole data room at once). A member of another project gets 404.
+The zip carries the world's own content (outline, facts sheet, each document's brief,
+target size and status) and an import restores it.
 """
 
 import logging
 import tempfile
 import uuid
+from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import BinaryIO
 
@@ -40,23 +43,31 @@ def world_export(*, world: World, user) -> BinaryIO:
     return world_export_archive(world=world)
 
 
-def world_export_archive(*, world: World) -> BinaryIO:
-    """world_export without a role check, for `manage.py export_world` (run by an operator)."""
-    documents = [
-        archipelago.ExportDocument(
-            path=d.path, kind=d.kind, format=d.format, content=d.content, metadata=d.metadata or {},
-            is_skeleton=d.status == DocumentStatus.SKELETON and not d.content,
-        )
-        for d in world.documents.only("path", "kind", "format", "content", "metadata", "status").order_by("path")
-    ]
+def world_export_archive(*, world: World | None = None, snapshot: Mapping | None = None) -> BinaryIO:
+    """world_export without a role check, for `manage.py export_world` (run by an operator)
+    and pack builds: of a world as it is now, or of a frozen `snapshot` of one (the shape
+    world_snapshot gives). Reads no database for a snapshot."""
+    if (world is None) == (snapshot is None):
+        raise TypeError("world_export_archive takes a world or a snapshot")
     out = tempfile.TemporaryFile()  # noqa: SIM115 -- handed to the caller, who closes it
     try:
-        archipelago.write_world_zip(documents, title=world.title, out=out)
+        archipelago.write_world_snapshot_zip(world_snapshot(world=world) if snapshot is None else snapshot, out=out)
     except BaseException:
         out.close()
         raise
     out.seek(0)
     return out
+
+
+def world_snapshot(*, world: World) -> dict:
+    """The world as plain values, what a world zip is written from:
+    {"id", "title", "outline", "facts", "documents": [{"path", "kind", "format", "brief",
+    "metadata", "target_size", "content", "status"}]}."""
+    fields = ("path", "kind", "format", "brief", "metadata", "target_size", "content", "status")
+    return {
+        "id": world.pk, "title": world.title, "outline": world.outline, "facts": list(world.facts or []),
+        "documents": [{**row, "metadata": row["metadata"] or {}} for row in world.documents.order_by("path").values(*fields)],
+    }
 
 
 def world_export_filename(world: World) -> str:
@@ -89,7 +100,10 @@ def world_import(*, project_id: int, user, uploaded_file: File, title: str = "")
                 row.source_file.save(f"{uuid.uuid4().hex}.{imported.original_extension}", ContentFile(imported.original), save=False)
                 stored.append(row)
         with transaction.atomic():
-            world = world_create(project_id=project_id, user=user, title=title[:200])
+            try:
+                world = world_create(project_id=project_id, user=user, title=title[:200], outline=parsed.outline, facts=parsed.facts)
+            except ApplicationError as exc:
+                raise ApplicationError(f"The world was not imported: its outline or facts sheet (world.json): {exc.message}") from None
             for position, row in enumerate(rows, start=1):
                 row.world, row.position, row.updated_by = world, position, user
             try:
@@ -111,16 +125,25 @@ def world_import(*, project_id: int, user, uploaded_file: File, title: str = "")
     return world
 
 
+MAX_BRIEF_CHARS = 20_000  # as document_create and document_update take
+IMPORTED_STATUSES = (DocumentStatus.DRAFTED, DocumentStatus.EDITED, DocumentStatus.LOCKED, DocumentStatus.SKELETON)
+
+
 def _document_row(imported: archipelago.ImportedDocument) -> Document:
     """An unsaved Document, after the same checks a document created by hand passes."""
     try:
         fields = document_rules.clean_document_fields(
             path=imported.path, kind=imported.kind, format=imported.format, metadata=imported.metadata,
-            target_size=min(len(imported.content.split()), 100_000),
+            target_size=min(len(imported.content.split()), 100_000) if imported.target_size is None else imported.target_size,
         )
         if len(imported.content) > document_rules.MAX_CONTENT_CHARS:
             raise ApplicationError(f"its text is longer than {document_rules.MAX_CONTENT_CHARS:,} characters.")
+        if len(imported.brief) > MAX_BRIEF_CHARS:
+            raise ApplicationError(f"its brief is longer than {MAX_BRIEF_CHARS:,} characters.")
+        if imported.status and imported.status not in IMPORTED_STATUSES:
+            raise ApplicationError(f"its status {imported.status!r} (world.json) is not one of {', '.join(IMPORTED_STATUSES)}.")
         reject_unstorable(imported.content, label="Its text")
+        reject_unstorable(imported.brief, label="Its brief")
     except ApplicationError as exc:
         raise ApplicationError(f"The world was not imported: {imported.path}: {exc.message}") from None
-    return Document(content=imported.content, status=DocumentStatus.EDITED, **fields)
+    return Document(content=imported.content, brief=imported.brief, status=imported.status or DocumentStatus.EDITED, **fields)

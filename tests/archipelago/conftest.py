@@ -8,7 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from authoring import services
 from authoring.services.world_transfer import world_export, world_import
-from tests.rendering.samples import CAP_TABLE, CHATS, CSV, DECK, EMAILS, EVENTS, MEMO
+from tests.rendering.samples import CAP_TABLE, CHATS, CSV, DECK, EMAILS, EVENTS, MEMO, ROOT
 
 NOTES = "# Read me\n\nThe data room of **Project Falcon**.\n\n- Deal/ holds the signed papers\n- Finance/ the model"
 # What reading a docx back cannot tell apart (a second numbered list, inline code, bold
@@ -47,19 +47,36 @@ def media(settings, tmp_path):
     return settings.MEDIA_ROOT
 
 
+OUTLINE = "# Project Falcon\n\nAcme buys Zoë Analytics; the buyer's counsel must find the change-of-control clause."
+FACTS = [{"key": "Walk-away price", "value": "EUR 51.2m"}, {"key": "Signing", "value": "15 February 2026"}]
+LOCKED = {"Deal/Memo.docx", ROOT, "Calendar/IC meeting"}  # locked by the author: must come back locked
+DRAFTED = {"Deal/Board deck.pptx", "Chat/deal-team/002"}  # as a model drafted them
+
+
+def brief(path: str) -> str:
+    return f"Brief of {path}: what it says and why it matters."
+
+
+def target_size(path: str) -> int:
+    return 100 + 10 * len(path)
+
+
 @pytest.fixture
 def full_world(team, media):
-    world = services.world_create(project_id=team.project.pk, user=team.author, title="Project Falcon", outline="Secret outline.",
-                                  facts=[{"key": "Walk-away price", "value": "EUR 51.2m"}])
+    world = services.world_create(project_id=team.project.pk, user=team.author, title="Project Falcon", outline=OUTLINE, facts=FACTS)
     for path, fmt, content, metadata in FILES:
         document = services.document_create(world=world, user=team.author, path=path, format=fmt, content=content, metadata=metadata,
-                                            brief="A brief that must not leave Taskwright.")
+                                            brief=brief(path), target_size=target_size(path))
         if not content:  # an edited-to-empty file is a real (empty) file, not a skeleton
             document.status = "edited"
             document.save(update_fields=["status"])
     for kind, items in (("email", EMAILS), ("chat", CHATS), ("event", EVENTS)):
         for item in items:
-            services.document_create(world=world, user=team.author, path=item.path, kind=kind, content=item.content, metadata=item.metadata)
+            services.document_create(world=world, user=team.author, path=item.path, kind=kind, content=item.content, metadata=item.metadata,
+                                     brief=brief(item.path), target_size=target_size(item.path))
+    for document in world.documents.filter(path__in=LOCKED):
+        services.document_update(document=document, user=team.author, base_revision=document.revision, locked=True)
+    world.documents.filter(path__in=DRAFTED).update(status="drafted")
     return world
 
 

@@ -84,7 +84,10 @@ def test_a_foreign_world_is_read_leniently(team, media):
     assert "received" in reply.content and "<" not in reply.content and "alert" not in reply.content
     chat = docs["Chat/deal team/002"]
     assert chat.metadata == {"channel": "deal team", "from": "Bob <b@x.test>", "date": "2026-01-05T09:31:00+00:00",
-                             "thread": "Chat/deal team/001"}
+                             "thread": "Chat/deal team/001", "group_id": "Space AAAA", "topic_id": "t1", "message_id": "AAAA/t1/r2"}
+    first = docs["Chat/deal team/001"].metadata  # its message_id AAAA/t1/t1 is what its group and topic give: not stored
+    assert first["topic_id"] == "t1" and first["group_id"] == "Space AAAA" and "message_id" not in first
     event = docs["Calendar/2026-02-10 Offsite"]
     assert event.metadata["start"] == "2026-02-10T00:00:00+00:00" and event.metadata["end"] == "2026-02-11T00:00:00+00:00"
     assert event.metadata["attendees"] == "Ann <a@x.test>"
+    assert event.metadata["uid"] == "offsite@x.test" and event.metadata["all_day"] == "true"

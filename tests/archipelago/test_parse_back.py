@@ -52,8 +52,30 @@ def test_mail_reads_with_the_standard_mbox_reader(exported, tmp_path):
     assert root["X-Thread-ID"] == root["Message-ID"] and root["In-Reply-To"] is None
     assert [m["In-Reply-To"] for m in loi[1:]] == [loi[0]["Message-ID"], loi[1]["Message-ID"]]
     assert loi[2]["References"].split() == [loi[0]["Message-ID"], loi[1]["Message-ID"]]
-    assert root["X-Attachments"] == "Deal/LOI.docx, Deal/Model.xlsx"
+    assert root["X-Attachments"] == "/Deal/LOI.docx, /Deal/Model.xlsx"  # absolute from the drive's root, as Archipelago's file tools take
     assert "From our side the price is firm." in root.get_payload(decode=True).decode()
+
+
+def test_mail_headers_are_raw_utf8_and_read_back_as_text(exported):
+    """Archipelago's mail reader does not decode RFC 2047: "—" must be in the mbox as UTF-8."""
+    import email.parser
+    from email import policy
+
+    data = entries(exported)[".apps_data/mail/sent.mbox"]
+    assert "Subject: Project Falcon — LOI".encode() in data and "To: Marc Zoë <marc@zoe.io>".encode() in data
+    assert b"=?utf-8?" not in data.lower()
+    parsed = [email.parser.BytesParser(policy=policy.default).parsebytes(m.as_bytes()) for m in _mbox(exported)]
+    assert {str(m["Subject"]) for m in parsed} >= {"Project Falcon — LOI", "Re: Project Falcon — LOI"}
+    assert "Marc Zoë <marc@zoe.io>" in {str(m["From"]) for m in parsed}
+
+
+def _mbox(exported: bytes) -> list:
+    import tempfile
+
+    with tempfile.NamedTemporaryFile(suffix=".mbox") as spool:
+        spool.write(entries(exported)[".apps_data/mail/sent.mbox"])
+        spool.flush()
+        return list(mailbox.mbox(spool.name))
 
 
 def test_every_event_has_the_fields_the_calendar_app_needs(exported):

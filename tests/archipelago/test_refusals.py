@@ -125,3 +125,20 @@ def test_a_path_that_would_leave_the_zip_folder_is_never_written(team):
     for path in ("../outside.md", "/etc/passwd.md", "Deal//x.md", "a\\..\\b.md"):
         with pytest.raises(ApplicationError, match="is not a safe path inside the zip"):
             write_world_zip([ExportDocument(path=path, kind="file", format="md", content="x")], title="t", out=io.BytesIO())
+
+
+@pytest.mark.parametrize(("kind", "metadata", "message"), [
+    ("chat", {"group_id": "../../etc"}, "metadata 'group_id': '../../etc' cannot be a folder name"),
+    ("chat", {"user_id": "a/b"}, "metadata 'user_id': 'a/b' cannot be a folder name"),
+    ("chat", {"message_id": "only-one-part"}, "is not a chat message id"),
+    ("email", {"message_id": "no brackets"}, "is not a Message-ID"),
+    ("event", {"tzid": "Nowhere/Else"}, "is not a time zone name"),
+])
+def test_kept_ids_are_checked_before_they_are_stored(team, kind, metadata, message):
+    """group_id and user_id become folder names of a world zip: refused when they could leave their folder."""
+    from authoring import services
+
+    world = services.world_create(project_id=team.project.pk, user=team.author, title="Ids")
+    with pytest.raises(ApplicationError, match=message):
+        services.document_create(world=world, user=team.author, path="x", kind=kind, content="x", metadata=metadata)
+    assert world.documents.count() == 0

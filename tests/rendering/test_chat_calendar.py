@@ -128,3 +128,61 @@ def test_invalid_event_metadata_names_the_field(change, message):
 def test_overlong_agenda_is_refused():
     with pytest.raises(RenderError, match="at most 8000"):
         render_file("event", "", "z" * 8001, EVENTS[0].metadata, path="e")
+
+
+def test_a_reply_dated_before_its_root_is_still_its_reply_and_listed_after_it():
+    early = WorldItem("Chat/deal-team/009", "Already on it", {**CHATS[1].metadata, "date": "2026-01-05T08:59:00+01:00"})
+    files = chat_group_messages([CHATS[0], early])
+    (messages,) = [v["messages"] for k, v in files.items() if k.endswith("messages.json")]
+    assert [m["text"] for m in messages] == ["Kick-off call moved to 10:00", "Already on it"]
+    root, reply = messages
+    assert reply["topic_id"] == root["topic_id"] and root["message_id"].endswith("/" + root["topic_id"])
+    assert not reply["message_id"].endswith("/" + reply["topic_id"]) and reply["created_date"] < root["created_date"]
+
+
+def test_imported_chat_ids_are_written_as_they_came():
+    kept = {"group_id": "Space AAAAq7Lk2xE", "topic_id": "Tq1Zr9_kP0Q"}
+    root = WorldItem("Chat/x/001", "Hi", {**CHATS[0].metadata, **kept, "user_id": "User 104827195739182739182"})
+    reply = WorldItem("Chat/x/002", "Hello", {**CHATS[1].metadata, **kept, "thread": "Chat/x/001",
+                                              "message_id": "AAAAq7Lk2xE/Tq1Zr9_kP0Q/Vb3Xk2mN8Lw"})
+    files = chat_group_messages([root, reply])
+    messages = files["Groups/Space AAAAq7Lk2xE/messages.json"]["messages"]
+    assert [m["message_id"] for m in messages] == ["AAAAq7Lk2xE/Tq1Zr9_kP0Q/Tq1Zr9_kP0Q", "AAAAq7Lk2xE/Tq1Zr9_kP0Q/Vb3Xk2mN8Lw"]
+    assert "Users/User 104827195739182739182/user_info.json" in files
+    single = json.loads(render_file("chat", "", reply.content, reply.metadata, path=reply.path).data)
+    assert (single["group_id"], single["message_id"]) == ("Space AAAAq7Lk2xE", "AAAAq7Lk2xE/Tq1Zr9_kP0Q/Vb3Xk2mN8Lw")
+    looks_like_a_root = WorldItem("Chat/x/002", "Hello", {**reply.metadata, "message_id": "AAAAq7Lk2xE/Tq1Zr9_kP0Q/Tq1Zr9_kP0Q"})
+    with pytest.raises(RenderError, match=r"Chat/x/002: metadata 'message_id' .* ends with its topic_id"):
+        chat_group_messages([root, looks_like_a_root])
+    with pytest.raises(RenderError, match=r"metadata 'group_id': '\.\./\.\./etc' cannot be a folder name"):
+        chat_group_messages([WorldItem("Chat/x/003", "x", {**CHATS[0].metadata, "group_id": "../../etc"})])
+
+
+def test_imported_event_details_are_written_back():
+    item = WorldItem("Calendar/standup", "Daily", {
+        "subject": "Stand-up", "start": "2026-01-12T09:00:00+01:00", "end": "2026-01-12T09:15:00+01:00",
+        "attendees": "Ann <ann@x.test>, Bob <bob@x.test>", "uid": "standup@other.test", "tzid": "Europe/Paris",
+        "rrule": "FREQ=WEEKLY;COUNT=4", "exdate": "2026-01-19T09:00:00+01:00", "partstat": "ann@x.test=ACCEPTED"})
+    offsite = WorldItem("Calendar/offsite", "", {"subject": "Offsite", "start": "2026-02-10T00:00:00+00:00",
+                                                   "end": "2026-02-10T00:00:00+00:00", "all_day": "true"})
+    data = render_ics([item, offsite])
+    assert b"DTSTART;TZID=Europe/Paris:20260112T090000" in data and b"EXDATE;TZID=Europe/Paris:20260119T090000" in data
+    assert b"DTSTART;VALUE=DATE:20260210" in data and b"DTEND;VALUE=DATE:20260211" in data  # a one-day event ends the next day
+    events = {str(e["UID"]): e for e in Calendar.from_ical(data).walk("VEVENT")}
+    standup = events["standup@other.test"]
+    assert standup["RRULE"]["COUNT"] == [4] and "DURATION" not in standup
+    assert [(a.params["CN"], a.params.get("PARTSTAT")) for a in standup["ATTENDEE"]] == [("Ann", "ACCEPTED"), ("Bob", None)]
+    assert all(e.get(f) is not None for e in events.values() for f in ("DTEND", "CREATED", "LAST-MODIFIED"))
+    assert Calendar.from_ical(render_file("event", "", item.content, item.metadata, path=item.path).data).walk("VEVENT")[0]["UID"] == "standup@other.test"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"tzid": "Mars/Olympus"}, "metadata 'tzid': 'Mars/Olympus' is not a time zone name"),
+    ({"rrule": "EVERY MONDAY"}, "metadata 'rrule': 'EVERY MONDAY' is not a recurrence rule"),
+    ({"exdate": "next week"}, "metadata 'exdate'"),
+    ({"partstat": "ann@x.test=MAYBE"}, "metadata 'partstat': 'ann@x.test=MAYBE'"),
+    ({"all_day": "sometimes"}, "metadata 'all_day' is 'true' or 'false'"),
+])
+def test_invalid_kept_event_metadata_names_the_field(change, message):
+    with pytest.raises(RenderError, match=message):
+        render_ics([WorldItem("Calendar/x", "x", {**EVENTS[0].metadata, **change})])

@@ -44,7 +44,7 @@ def test_mbox_holds_every_email_with_the_headers_readers_need(tmp_path):
     assert first["To"] == "Marc Zoë <marc@zoe.io>"
     assert first["Cc"] == '"Smith, John" <john@acme.com>'
     assert first["Date"] == "Mon, 05 Jan 2026 09:00:00 +0100"
-    assert first["X-Attachments"] == "Deal/LOI.docx, Deal/Model.xlsx"
+    assert first["X-Attachments"] == "/Deal/LOI.docx, /Deal/Model.xlsx"
     body = first.get_payload(decode=True).decode()
     assert "Please find attached our non-binding offer." in body
     bcc = next(m for m in messages if m["Bcc"])
@@ -134,3 +134,60 @@ def test_mbox_refuses_a_thread_that_points_nowhere_or_goes_back_in_time():
         render_mbox([EMAILS[0], early])
     with pytest.raises(RenderError, match=r"Mail/bad\.eml: metadata 'date'"):
         render_mbox([WorldItem("Mail/bad.eml", "x", {**EMAILS[3].metadata, "date": "yesterday"})])
+
+
+def test_headers_are_raw_utf8_in_the_mbox_and_the_eml(tmp_path):
+    """Archipelago's reader shows RFC 2047 encoded-words as they are ("=?utf-8?b?4oCU?=")."""
+    data = render_mbox(EMAILS)
+    assert "Subject: Project Falcon — LOI\n".encode() in data and "From: Marc Zoë <marc@zoe.io>\n".encode() in data
+    assert b"=?utf-8?" not in data.lower()
+    first = next(m for m in _messages(tmp_path, data) if m["Message-ID"] == render_mbox_id(EMAILS[0]))
+    assert str(first["Subject"]) == "Project Falcon — LOI" and str(first["To"]) == "Marc Zoë <marc@zoe.io>"
+    eml = render_file("email", "", EMAILS[1].content, EMAILS[1].metadata, path=EMAILS[1].path).data
+    assert "Subject: Re: Project Falcon — LOI\n".encode() in eml and b"=?utf-8?" not in eml.lower()
+    assert str(email.message_from_bytes(eml, policy=email.policy.default)["From"]) == "Marc Zoë <marc@zoe.io>"
+
+
+def render_mbox_id(item) -> str:
+    from authoring.rendering.mail import message_id
+
+    return message_id("", item.path)
+
+
+def test_long_non_ascii_headers_are_folded_and_stay_valid(tmp_path):
+    subject = "Très long objet — " + " ".join(f"clause {n} révisée" for n in range(40))
+    long = WorldItem("Mail/long.eml", "x", {**EMAILS[3].metadata, "subject": subject,
+                                             "attachments": ", ".join(f"Deal/Annexe {n} — signée.pdf" for n in range(20))})
+    data = render_mbox([long])
+    head = data.split(b"\n\n", 1)[0].split(b"\n")[1:]  # after the "From " separator line
+    assert all(len(line) <= 100 for line in head), max(head, key=len)  # folded near 78, never near 998
+    (message,) = _messages(tmp_path, data)
+    assert str(message["Subject"]) == subject
+    assert message["X-Attachments"] == ", ".join(f"/Deal/Annexe {n} — signée.pdf" for n in range(20))
+    url = "https://dataroom.example.com/projects/falcon/documents/" + "a1b2c3d4" * 8
+    linked = WorldItem("Mail/url.eml", "x", {**EMAILS[3].metadata, "subject": f"Übersicht — {url}"})
+    data = render_mbox([linked])
+    assert f"Subject: Übersicht — {url}\n".encode() in data and b"=?" not in data  # one long line (valid up to 998), not encoded-words
+    assert str(_messages(tmp_path, data)[0]["Subject"]) == f"Übersicht — {url}"
+    unbreakable = WorldItem("Mail/word.eml", "x", {**EMAILS[3].metadata, "subject": "é" * 600})
+    with pytest.raises(RenderError, match=r"Mail/word\.eml: a header of the email .* has a word too long for a mail line"):
+        render_mbox([unbreakable])
+
+
+def test_an_imported_email_keeps_its_message_id_and_thread_id(tmp_path):
+    root = WorldItem("Mail/a.eml", "x", {**EMAILS[0].metadata, "message_id": "<abc@other.test>", "attachments": "/Deal/LOI.docx"})
+    reply = WorldItem("Mail/b.eml", "y", {**EMAILS[1].metadata, "thread": "Mail/a.eml", "message_id": "<def@other.test>"})
+    orphan = WorldItem("Mail/c.eml", "z", {**EMAILS[3].metadata, "thread_id": "<gone@other.test>"})
+    by_id = {m["Message-ID"]: m for m in _messages(tmp_path, render_mbox([root, reply, orphan]))}
+    assert by_id["<abc@other.test>"]["X-Thread-ID"] == by_id["<def@other.test>"]["X-Thread-ID"] == "<abc@other.test>"
+    assert by_id["<def@other.test>"]["In-Reply-To"] == "<abc@other.test>"
+    assert by_id["<abc@other.test>"]["X-Attachments"] == "/Deal/LOI.docx"  # one leading slash, however it was written
+    assert by_id[render_mbox_id(orphan)]["X-Thread-ID"] == "<gone@other.test>"
+    single = email.message_from_bytes(render_file("email", "", reply.content, {**reply.metadata, "thread_id": "<abc@other.test>"},
+                                                  path=reply.path).data, policy=email.policy.default)
+    assert (single["Message-ID"], single["X-Thread-ID"]) == ("<def@other.test>", "<abc@other.test>")
+    twin = WorldItem("Mail/d.eml", "w", {**EMAILS[3].metadata, "message_id": "<abc@other.test>"})
+    with pytest.raises(RenderError, match=r"Mail/d\.eml: has the Message-ID <abc@other\.test> of Mail/a\.eml"):
+        render_mbox([root, twin])
+    with pytest.raises(RenderError, match="metadata 'message_id': 'abc' is not a Message-ID"):
+        render_mbox([WorldItem("Mail/e.eml", "v", {**EMAILS[3].metadata, "message_id": "abc"})])
