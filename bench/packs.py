@@ -24,6 +24,7 @@ import io
 import json
 import os
 import resource
+import secrets
 import shutil
 import subprocess
 import sys
@@ -40,7 +41,10 @@ WORLDS, DOCUMENTS = 10, 20
 
 def _setup_django() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-    os.environ.setdefault("DEBUG", "1")
+    # As in production: with DEBUG on, Django keeps every query's SQL in memory.
+    os.environ |= {"DEBUG": "0", "SECRET_KEY": os.environ.get("BENCH_SECRET_KEY") or secrets.token_urlsafe(64), "ALLOWED_HOSTS": "127.0.0.1",
+                   "SECURE_SSL_REDIRECT": "0"}
+    os.environ["BENCH_SECRET_KEY"] = os.environ["SECRET_KEY"]
     import django
 
     django.setup()

@@ -199,6 +199,7 @@ class PackFormatDownloadApi(ApiView):
 
     @extend_schema(
         summary="Download one format of the pack as a zip (with the worlds it reads, README and manifest)",
+        operation_id="packs_download_format",
         responses={
             (200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY, description="The zip, as an attachment."),
             404: ERRORS[404],

@@ -127,16 +127,11 @@ class ZipOutput:
 
 
 def render_world(world: PackWorld) -> tuple[bytes, dict]:
-    """The world's zip in the Archipelago layout, and what it holds."""
-    documents = [
-        archipelago.ExportDocument(
-            path=d["path"], kind=d["kind"], format=d.get("format") or "", content=d.get("content") or "", metadata=d.get("metadata") or {},
-            is_skeleton=d.get("status") == "skeleton" and not d.get("content"),
-        )
-        for d in sorted(world.documents, key=lambda d: d["path"])
-    ]
+    """The world's zip in the Archipelago layout (byte for byte the world's own export),
+    and what it holds."""
+    snapshot = {"title": world.title, "outline": world.outline, "facts": list(world.facts), "documents": list(world.documents)}
     with TemporaryFile() as out:
-        counts = archipelago.write_world_zip(documents, title=world.title, out=out)
+        counts = archipelago.write_world_snapshot_zip(snapshot, out=out)
         out.seek(0)
         return out.read(), counts
 
@@ -153,9 +148,7 @@ class WorldZipCache:
 
     @staticmethod
     def key(world: PackWorld) -> str:
-        documents = sorted(([d["path"], d["kind"], d.get("format"), d.get("content"), d.get("metadata"), d.get("status") == "skeleton"]
-                            for d in world.documents), key=lambda d: d[0])
-        return digest([RENDERER, world.title, documents])
+        return digest([RENDERER, world.title, world.outline, list(world.facts), sorted(world.documents, key=lambda d: d["path"])])
 
     def get_or_render(self, world: PackWorld) -> tuple[bytes, dict]:
         key = self.key(world)

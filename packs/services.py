@@ -93,6 +93,8 @@ def pack_build_again(*, pack: Pack, user) -> Pack:
     its newest approved version (tasks approved since are added on the Packs page)."""
     require_role(membership_get(user=user, project_id=pack.project_id), "export")
     ids = newest_approved_submission_ids(Submission.objects.filter(env_task_id__in=pack.submissions.values("env_task_id")))
+    if not ids:
+        raise ApplicationError("None of this pack's tasks has an approved version any more: build a new pack on the Packs page.")
     return pack_create(project_id=pack.project_id, user=user, name=pack.name, submission_ids=ids, formats=pack.formats or None)
 
 

@@ -81,7 +81,9 @@ ROUTES = [
     Route("submission-decide", "submission", "post", (("decision", "approve"),), "review"),
     Route("submission-release", "submission", "post", (), "review"),
     Route("pack-list", "project", "get", (), "admin"),
-    Route("pack-list", "project", "post", (("name", "p"), ("submissions", "approved")), "admin"),
+    Route("pack-list", "project", "post", (("name", "p"), ("submissions", "approved"), ("formats", "taskwright")), "admin"),
+    Route("pack-detail", "pack", "get", (), "admin"),
+    Route("pack-build-again", "pack", "post", (), "admin"),
     Route("pack-progress", "pack", "get", (), "admin"),
     Route("pack-download", "pack", "get", (), "admin"),
     # drafting, versions, files, uploads, consistency
@@ -184,6 +186,7 @@ def _review(team, o: dict) -> None:
     submission = review_services.submission_create(env_task=in_review, user=team.author2)
     Submission.objects.filter(pk=submission.pk).update(status="claimed", claimed_by=None)
     pack = Pack.objects.create(project=team.project, name="p", version=1, created_by=team.admin)
+    pack.submissions.add(sub_approved)
     o.update(submission=submission, pack=pack, approved=sub_approved)
 
 

@@ -9,7 +9,7 @@ import zipfile
 
 from rest_framework.test import APIClient
 
-from authoring.models import EnvTask, EnvTaskStatus, World
+from authoring.models import EnvTask, EnvTaskStatus
 from packs.models import Pack, PackStatus
 from packs.services import pack_build
 from reviews.models import Review, Submission, SubmissionStatus
@@ -106,16 +106,20 @@ def test_author_to_pack_download(team, django_capture_on_commit_callbacks):
     assert hashlib.sha256(download.body).hexdigest() == pack["sha256"]
     with zipfile.ZipFile(io.BytesIO(download.body)) as archive:
         manifest = json.loads(archive.read("manifest.json"))
-        assert manifest["task_count"] == 1
-        assert {f["path"] for f in manifest["files"]} == {"tasks.jsonl", f"worlds/{world_id}.json"}
+        assert manifest["counts"] == {"tasks": 1, "worlds": 1, "criteria": 2}
+        assert {f["path"] for f in manifest["files"]} | {"manifest.json"} == set(archive.namelist())
         for entry in manifest["files"]:
             data = archive.read(entry["path"])
             assert hashlib.sha256(data).hexdigest() == entry["sha256"]
             assert len(data) == entry["bytes"]
-        line = json.loads(archive.read("tasks.jsonl").decode().strip())
-        assert (line["submission_id"], line["prompt"]) == (submission_id, "What does Acme pay?")
+        line = json.loads(archive.read("taskwright/tasks.jsonl").decode().strip())
+        assert (line["task_id"], line["prompt"]) == (manifest["tasks"][0]["task_id"], "What does Acme pay?")
+        assert manifest["tasks"][0]["submission_id"] == submission_id
         assert [c["text"] for c in line["rubric"]["criteria"]] == ["Says $12m", "Invents a price"]
-        assert json.loads(archive.read(f"worlds/{world_id}.json"))["title"] == World.objects.get(pk=world_id).title
+        world = zipfile.ZipFile(io.BytesIO(archive.read(f"world_files_zipped/world-{world_id}.zip")))
+        assert world.read("filesystem/Deal/LOI.md") == b"Price: $12m. Closing 31 March."
+        [sample] = [json.loads(row) for row in archive.read("healthbench.jsonl").decode().splitlines()]
+        assert [item["points"] for item in sample["rubrics"]] == [c["points"] for c in line["rubric"]["criteria"]]
 
     # Nothing outside the token endpoint ever showed a token or a password.
     leaks = [token.encode() for token in (author_token, reviewer_token, admin_token)] + [factories.PASSWORD.encode(), b"pbkdf2"]

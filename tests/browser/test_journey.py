@@ -17,6 +17,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from accounts.models import Role
+from authoring import services as authoring_services
 from tests import factories
 from tests.browser.conftest import ConsoleLog
 from tests.worker import WorkerProcess
@@ -64,7 +65,7 @@ def test_author_review_pack_journey(page: Page, live_server, celery_worker_proce
     author = factories.member(project, Role.AUTHOR, username="alice-author")
     reviewer = factories.member(project, Role.REVIEWER, username="rita-reviewer")
     admin = factories.member(project, Role.ADMIN, username="adam-admin")
-    world = factories.world(project, author, title="Acme acquires Beta", documents=2)
+    world = factories.world(project, author, title="Acme acquires Beta", documents=2, drafted=True)
 
     # 1. The author signs in; the dashboard lists the project.
     page.goto(f"{base}/login/")
@@ -147,7 +148,11 @@ def test_author_review_pack_journey(page: Page, live_server, celery_worker_proce
     assert_same_document(page)
     page.screenshot(path=screenshot_dir / "04-task-editor.png", full_page=True)
 
-    # 4. Submit for review.
+    # 4. Submit for review. (The letter of intent gets its text here, as drafting would give
+    # it — drafting has its own browser test: a pack holds only documents that have content.)
+    loi = world.documents.get(path="Deal/Letter of intent.docx")
+    authoring_services.document_update(document=loi, user=author, base_revision=loi.revision,
+                                       content="# Letter of intent\n\nAcme offers **$12m** for Beta, with 60 days of exclusivity.\n")
     page.get_by_role("button", name="Submit for review").click()
     expect(page.get_by_role("status").filter(has_text="Version 1 is in the review queue.")).to_be_visible()
     expect(page.locator("#task-status")).to_have_text("In review")
