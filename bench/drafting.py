@@ -37,6 +37,7 @@ def main() -> None:
 
     os.environ.setdefault("DEBUG", "1")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("MODEL_ALLOW_PRIVATE_NETWORKS", "1")  # the fake model server is on 127.0.0.1 (the workers inherit it)
     var_dir = Path(tempfile.mkdtemp(prefix="tw-bench-"))
     os.environ["TASKWRIGHT_VAR_DIR"] = str(var_dir)
     database_url = os.environ.get("DATABASE_URL", "")

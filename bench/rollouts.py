@@ -286,6 +286,7 @@ def main() -> None:
         return serve_model(args.steps, args.latency)
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    os.environ.setdefault("MODEL_ALLOW_PRIVATE_NETWORKS", "1")  # the fake model server is on 127.0.0.1 (the workers inherit it)
     if args.debug:
         os.environ["DEBUG"] = "1"
     else:  # as in production; plain http on loopback

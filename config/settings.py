@@ -322,3 +322,17 @@ LLM_SLOTS_REDIS_URL = os.environ.get("LLM_SLOTS_REDIS_URL") or REDIS_URL or (
 # worker: a redelivered message may take it over. Above the longest model call with retries.
 ROLLOUT_STALE_SECONDS = int(os.environ.get("ROLLOUT_STALE_SECONDS", "600"))
 LLM_BACKOFF_BASE = float(os.environ.get("LLM_BACKOFF_BASE", "0.5"))  # seconds, doubled per retry
+# Which environment variables an endpoint may name as its API key variable (llm.egress). Any
+# name starting with TASKWRIGHT_MODEL_KEY_ is allowed; other names only when listed here,
+# comma-separated, e.g. MODEL_KEY_VARIABLES=OPENAI_API_KEY,ANTHROPIC_API_KEY (empty by default:
+# an endpoint naming OPENAI_API_KEY works once the operator lists it, or renames the variable
+# to TASKWRIGHT_MODEL_KEY_OPENAI). Never, even when listed: SECRET_KEY, DATABASE_URL,
+# REDIS_URL, CELERY_BROKER_URL, CACHE_URL, LLM_SLOTS_REDIS_URL, STORAGE_OPTIONS, PATH, HOME,
+# USER, PWD, SHELL, and any name matching *PASSWORD*, *PASSWD*, *SECRET_KEY*,
+# *SECRET_ACCESS_KEY* or *_URL. Checked when an endpoint is saved and again on every call.
+MODEL_KEY_VARIABLES = env_list("MODEL_KEY_VARIABLES")
+# Model calls reach only public addresses unless this is on ("1"/"true"): a base URL whose
+# host resolves to a loopback, private, link-local (cloud metadata), shared, unspecified,
+# multicast or reserved address is refused when saved and again at every connection. Turn it
+# on for a model server on this machine or the local network (Ollama, vLLM); `make run` does.
+MODEL_ALLOW_PRIVATE_NETWORKS = env_bool("MODEL_ALLOW_PRIVATE_NETWORKS", False)

@@ -12,6 +12,7 @@ Who sees what:
 
 import os
 
+from django.conf import settings
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
@@ -20,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from core.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer
+from llm import egress
 from llm.models import EndpointKind, ModelEndpoint
 from llm.services import FIELDS, endpoint_save
 
@@ -52,7 +54,11 @@ class EndpointAdminSerializer(EndpointSerializer):
 
     base_url = serializers.CharField()
     api_key_env = serializers.CharField(help_text="The NAME of the environment variable holding the key (never the key).")
-    key_set = serializers.BooleanField(help_text="Whether that variable is set on this server.")
+    key_allowed = serializers.BooleanField(
+        help_text="Whether this deployment allows that variable as a model key (names starting with TASKWRIGHT_MODEL_KEY_, or "
+        "listed in the server's MODEL_KEY_VARIABLES). A call through an endpoint whose variable is not allowed fails, sending nothing."
+    )
+    key_set = serializers.BooleanField(help_text="Whether that variable is set on this server (always false for a variable that is not allowed).")
     max_concurrency = serializers.IntegerField()
     connect_timeout = serializers.FloatField()
     read_timeout = serializers.FloatField()
@@ -73,11 +79,17 @@ class KindField(serializers.ChoiceField):
 class EndpointWriteSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=100)
     kind = KindField(choices=EndpointKind.choices)
-    base_url = serializers.CharField(max_length=200, allow_blank=True, default="", help_text="e.g. https://api.openai.com/v1")
+    base_url = serializers.CharField(
+        max_length=200, allow_blank=True, default="",
+        help_text="e.g. https://api.openai.com/v1. Its host must resolve to public addresses unless the server sets "
+        "MODEL_ALLOW_PRIVATE_NETWORKS (400 naming base_url).",
+    )
     model = serializers.CharField(max_length=200, allow_blank=True, default="")
     api_key_env = serializers.CharField(
         max_length=100, allow_blank=True, default="",
-        help_text="The NAME of the environment variable holding the key, e.g. OPENAI_API_KEY. Never the key itself: it is refused.",
+        help_text="The NAME of the environment variable holding the key, e.g. TASKWRIGHT_MODEL_KEY_OPENAI, or OPENAI_API_KEY where "
+        "the server's MODEL_KEY_VARIABLES lists it. Never the key itself: it is refused. A variable the deployment does not allow "
+        "is refused too (400 naming api_key_env).",
     )
     max_concurrency = serializers.IntegerField(min_value=1, max_value=1000, default=4, help_text="Calls in flight at once, across every worker.")
     connect_timeout = serializers.FloatField(min_value=0.1, max_value=600, default=10.0, help_text="Seconds.")
@@ -91,8 +103,10 @@ class EndpointWriteSerializer(serializers.Serializer):
 def _endpoint_data(endpoint: ModelEndpoint, user) -> dict:
     if not user.is_staff:
         return EndpointSerializer(endpoint).data
-    # Whether the variable is set is said; its value is never read into the answer.
-    endpoint.key_set = bool(endpoint.api_key_env and os.environ.get(endpoint.api_key_env))
+    # Whether an allowed variable is set is said; its value is never read into the answer, and
+    # of a variable the deployment does not allow not even whether it exists.
+    endpoint.key_allowed = not endpoint.api_key_env or egress.key_variable_allowed(endpoint.api_key_env, listed=settings.MODEL_KEY_VARIABLES)
+    endpoint.key_set = bool(endpoint.key_allowed and endpoint.api_key_env and os.environ.get(endpoint.api_key_env))
     return EndpointAdminSerializer(endpoint).data
 
 

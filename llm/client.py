@@ -29,7 +29,7 @@ import jsonschema
 from django.conf import settings
 
 from core.db import insert_row
-from llm import providers, scripted, transport
+from llm import egress, providers, scripted, transport
 from llm.concurrency import endpoint_slot
 from llm.errors import ModelError, RetryableError
 from llm.models import CallOutcome, EndpointKind, ModelCall, ModelEndpoint
@@ -147,6 +147,16 @@ def _one_answer(endpoint, messages, tools, schema, temperature, max_tokens, tota
 def _api_key(endpoint: ModelEndpoint) -> str | None:
     if not endpoint.api_key_env:
         return None
+    # Checked again here, not only when the endpoint is saved: one saved before the rule (or
+    # while the deployment listed the name) must not send the variable. Decided by the name
+    # alone, before the environment is read, so the answer is the same whether it is set.
+    if not egress.key_variable_allowed(endpoint.api_key_env, listed=settings.MODEL_KEY_VARIABLES):
+        raise ModelError(
+            f"The endpoint {endpoint.name!r} reads its API key from {endpoint.api_key_env}, which this deployment does not "
+            "allow as a model key, so nothing was sent. A site admin can change the endpoint's key variable. "
+            + egress.key_variable_rule(listed=settings.MODEL_KEY_VARIABLES),
+            kind="config",
+        )
     key = os.environ.get(endpoint.api_key_env, "")
     if not key:
         raise ModelError(
@@ -186,8 +196,15 @@ def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> pr
         response = transport.post(
             base_url + path, payload, headers,
             connect_timeout=endpoint.connect_timeout, read_timeout=endpoint.read_timeout, max_bytes=MAX_RESPONSE_BYTES,
+            allow_private=settings.MODEL_ALLOW_PRIVATE_NETWORKS,
         )
     except transport.TransportError as error:
+        if error.kind == "blocked":  # not worth a retry: the same name would be refused again
+            raise ModelError(
+                f"The endpoint {endpoint.name!r} was not called: its host does not resolve to a public address, and this "
+                "deployment does not allow model calls to private networks (MODEL_ALLOW_PRIVATE_NETWORKS). Nothing was sent.",
+                kind="config",
+            ) from None
         if error.kind == "too_large":
             raise RetryableError("The endpoint's answer is too large.", kind="response") from None
         if error.kind == "deadline":
@@ -233,22 +250,45 @@ def _request(build, anthropic: bool, *, tools: list[dict] | None, schema: dict |
     return path, rest[:-1] + (b', "tools": ' if len(rest) > 2 else b'"tools": ') + entry[1] + b"}"
 
 
-def _error_text(raw: bytes) -> str:
+MAX_REASON = 120
+
+
+def _error_reason(response: transport.Response, raw: bytes) -> str:
+    """The short reason a model API gives in a well-formed JSON error: {"error": {"message":
+    ...}} (OpenAI, Anthropic, most compatible servers), {"error": "..."} (Ollama, llama.cpp)
+    or {"object": "error", "message": ...} (older vLLM). Anything else (an HTML error page, a
+    proxy's or some internal service's answer) gives no reason: its text could be anything,
+    and it is shown to authors, so it is never repeated. Control characters are dropped,
+    whitespace collapsed, and the reason cut at MAX_REASON characters."""
+    if "json" not in response.headers.get("content-type", "").lower():
+        return ""
     try:
         data = json.loads(raw)
-        message = data.get("error", data) if isinstance(data, dict) else data
-        if isinstance(message, dict):
-            message = message.get("message") or message.get("type") or message
-        return str(message)[:300]
     except ValueError:
-        return raw[:300].decode(errors="replace")
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    error = data.get("error")
+    if isinstance(error, dict):
+        message = error.get("message")
+    elif error is not None:
+        message = error
+    else:
+        message = data.get("message") if "error" in (data.get("object"), data.get("type")) else None
+    if not isinstance(message, str):
+        return ""
+    reason = " ".join("".join(c if c.isprintable() else " " for c in message[:1000]).split())  # (bidi and zero-width marks too)
+    return reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1].rstrip() + "…"
 
 
 def _raise_for_status(endpoint: ModelEndpoint, response: transport.Response, raw: bytes) -> None:
     status = response.status
     if status < 300:
         return
-    detail = _error_text(raw)
+    reason = _error_reason(response, raw)
+    # What a user sees: the status and, from a model API's own error, its short reason; for
+    # any other answer only that it was not a model API's.
+    detail = f"HTTP {status}: {reason}" if reason else f"HTTP {status}, not a model API's answer"
     if 300 <= status < 400:
         raise ModelError(
             f"The endpoint answered with a redirect (HTTP {status}). Taskwright never follows redirects, so the API key "
@@ -258,16 +298,16 @@ def _raise_for_status(endpoint: ModelEndpoint, response: transport.Response, raw
     if status in (401, 403):
         raise ModelError(
             f"The endpoint {endpoint.name!r} refused the API key from {endpoint.api_key_env or '(no key configured)'} "
-            f"(HTTP {status}: {detail}). Check that the key is valid for this endpoint.",
+            f"({detail}). Check that the key is valid for this endpoint.",
             kind="auth",
         )
-    if status == 402 or (status == 429 and "quota" in detail.lower()):
-        raise ModelError(f"The provider says the account is out of credit or quota (HTTP {status}: {detail}).", kind="quota")
+    if status == 402 or (status == 429 and "quota" in reason.lower()):
+        raise ModelError(f"The provider says the account is out of credit or quota ({detail}).", kind="quota")
     if status == 429:
-        raise RetryableError(f"The endpoint is rate-limiting us (HTTP 429: {detail}).", kind="rate_limit", retry_after=_retry_after(response))
+        raise RetryableError(f"The endpoint is rate-limiting us ({detail}).", kind="rate_limit", retry_after=_retry_after(response))
     if status in (408, 409) or status >= 500:
-        raise RetryableError(f"The endpoint failed (HTTP {status}: {detail}).", kind="server", retry_after=_retry_after(response))
-    raise ModelError(f"The endpoint rejected the request (HTTP {status}: {detail}).", kind="response")
+        raise RetryableError(f"The endpoint failed ({detail}).", kind="server", retry_after=_retry_after(response))
+    raise ModelError(f"The endpoint rejected the request ({detail}).", kind="response")
 
 
 def _log_row(endpoint, purpose, project_id, totals, started, *, outcome, cost=Decimal("0"), error="") -> ModelCall:

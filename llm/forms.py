@@ -10,3 +10,9 @@ class EndpointForm(forms.ModelForm):
                   "max_retries", "price_input_per_mtok", "price_output_per_mtok", "enabled"]
         labels = {"api_key_env": "API key variable (name only)", "price_input_per_mtok": "$ per million input tokens",
                   "price_output_per_mtok": "$ per million output tokens", "max_concurrency": "Max concurrent calls"}
+        help_texts = {
+            "api_key_env": "Name of the environment variable holding the key: one starting with TASKWRIGHT_MODEL_KEY_ "
+                           "(e.g. TASKWRIGHT_MODEL_KEY_OPENAI), or one the server's MODEL_KEY_VARIABLES lists (e.g. OPENAI_API_KEY).",
+            "base_url": "e.g. https://api.openai.com/v1. A model on this machine or the local network "
+                        "(http://127.0.0.1:11434/v1, Ollama) needs MODEL_ALLOW_PRIVATE_NETWORKS=1 on the server.",
+        }

@@ -1,8 +1,12 @@
 import re
+from urllib.parse import urlsplit
 
+from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from core.exceptions import ApplicationError
+from llm import egress
 from llm.models import EndpointKind, ModelEndpoint
 
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
@@ -44,15 +48,53 @@ def _clean(data: dict) -> dict:
     return {**data, "name": name, "api_key_env": key_env, "base_url": base_url}
 
 
-@transaction.atomic
+def _check_egress(data: dict, stored: dict) -> None:
+    """What the endpoint would send where (llm.egress), refused as a field error (a 400
+    naming the field on the API). The client checks again on every call; this is where the
+    admin learns of it. An endpoint saved disabled may keep a value saved before the rules,
+    so a now-refused one can still be switched off."""
+    enabled = data.get("enabled", stored.get("enabled", True))
+
+    def to_check(field: str) -> bool:
+        return bool(data[field]) and (enabled or data[field] != stored.get(field))
+
+    errors = {}
+    if to_check("api_key_env") and not egress.key_variable_allowed(data["api_key_env"], listed=settings.MODEL_KEY_VARIABLES):
+        # The same words whether or not the variable is set: the name alone decides.
+        errors["api_key_env"] = "This variable may not hold a model key on this deployment. " + egress.key_variable_rule(
+            listed=settings.MODEL_KEY_VARIABLES
+        )
+    if to_check("base_url") and not settings.MODEL_ALLOW_PRIVATE_NETWORKS:
+        parts = urlsplit(data["base_url"])
+        try:
+            host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:  # a port that is not a number
+            host = port = None
+        if not host or not egress.host_is_public(host, port):
+            # One message for a private address and a name that does not resolve: no map of internal names.
+            errors["base_url"] = (
+                "The base URL's host must resolve, from this server, to public addresses only: this deployment does not "
+                "allow model calls to loopback, private, link-local (cloud metadata) or other non-public addresses. For a "
+                "model on this machine or the local network (Ollama, vLLM), a site operator sets MODEL_ALLOW_PRIVATE_NETWORKS=1."
+            )
+    if errors:
+        raise ValidationError(errors)
+
+
 def endpoint_save(*, user, data: dict, endpoint: ModelEndpoint | None = None) -> ModelEndpoint:
     _require_staff(user)
     data = _clean(data)
-    if ModelEndpoint.objects.filter(name=data["name"]).exclude(pk=getattr(endpoint, "pk", None)).exists():
-        raise ApplicationError(f"There is already an endpoint named {data['name']!r}.")
-    endpoint = endpoint or ModelEndpoint()
-    for field in FIELDS:
-        if field in data:
-            setattr(endpoint, field, data[field])
-    endpoint.save()
+    # What is in the database, not on `endpoint`: a ModelForm has already put the new values there.
+    stored = {}
+    if endpoint is not None and endpoint.pk:
+        stored = ModelEndpoint.objects.filter(pk=endpoint.pk).values(*FIELDS).first() or {}
+    _check_egress(data, stored)  # outside the transaction: it may wait on DNS
+    with transaction.atomic():
+        if ModelEndpoint.objects.filter(name=data["name"]).exclude(pk=getattr(endpoint, "pk", None)).exists():
+            raise ApplicationError(f"There is already an endpoint named {data['name']!r}.")
+        endpoint = endpoint or ModelEndpoint()
+        for field in FIELDS:
+            if field in data:
+                setattr(endpoint, field, data[field])
+        endpoint.save()
     return endpoint

@@ -11,7 +11,10 @@ What a pooled client would do for us is done here: separate connect and read tim
 verified against certifi's bundle, a connection the server closed while idle replaced once
 at once, a cap on the answer's size and a deadline for a server that trickles it. Redirects
 are never followed and no proxy is read from the environment: the API key goes to the
-configured host only.
+configured host only. Where a connection is opened the host is resolved once, every address
+is checked (llm.egress: only public ones unless the deployment allows private networks) and
+the socket connects to one of exactly those addresses; TLS still verifies, and the Host
+header still names, the configured host name.
 
 Over plain HTTP (a model server on the local network, the benchmark's) the waits are the
 kernel's (SO_RCVTIMEO, SO_SNDTIMEO on a blocking socket), not Python's socket timeout:
@@ -33,15 +36,18 @@ from urllib.parse import urlsplit
 import certifi
 import h11
 
+from llm import egress
+
 CHUNK = 64 * 1024
 
 
 class TransportError(Exception):
     """The exchange failed before a whole answer arrived. `kind`: "timeout" (no byte for
     read_timeout, or no connection within connect_timeout), "deadline" (the answer kept
-    trickling past connect + read timeout), "too_large" (over max_bytes) or "connection"
-    (refused, reset, TLS, malformed HTTP). `stale`: the connection was closed before any
-    answer began."""
+    trickling past connect + read timeout), "too_large" (over max_bytes), "blocked" (the
+    host resolves to an address that is not public and private networks are not allowed:
+    nothing was sent) or "connection" (refused, reset, TLS, malformed HTTP, a name that does
+    not resolve). `stale`: the connection was closed before any answer began."""
 
     def __init__(self, kind: str, detail: str = "", *, stale: bool = False) -> None:
         super().__init__(f"{kind}: {detail}" if detail else kind)
@@ -73,8 +79,8 @@ def _tls() -> ssl.SSLContext:
 class _Connection:
     """One thread's connection to one host: a socket (None while closed) and h11's state."""
 
-    def __init__(self, scheme: str, host: str, port: int | None, connect_timeout: float) -> None:
-        self.scheme, self.host, self.connect_timeout = scheme, host, connect_timeout
+    def __init__(self, scheme: str, host: str, port: int | None, connect_timeout: float, allow_private: bool) -> None:
+        self.scheme, self.host, self.connect_timeout, self.allow_private = scheme, host, connect_timeout, allow_private
         self.port = port or (443 if scheme == "https" else 80)
         self.host_header = host if port is None else f"{host}:{port}"
         self.sock: socket.socket | None = None
@@ -83,7 +89,13 @@ class _Connection:
 
     def open(self, deadline: float) -> None:
         timeout = min(self.connect_timeout, deadline - time.monotonic())
-        sock = socket.create_connection((self.host.strip("[]"), self.port), timeout=timeout)
+        try:
+            addresses = egress.resolve(self.host.strip("[]"), self.port, allow_private=self.allow_private)
+        except egress.BlockedAddress:
+            raise TransportError("blocked", f"{self.host} does not resolve to a public address") from None
+        except UnicodeError:  # a name IDNA cannot encode
+            raise TransportError("connection", "invalid host name") from None
+        sock = _connect(addresses, timeout)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # the request goes in one send anyway
             if self.scheme == "https":  # (the handshake within the connect timeout)
@@ -113,29 +125,52 @@ class _Connection:
         self.sock = self.protocol = None
 
 
-def _connection(scheme: str, host: str, port: int | None, connect_timeout: float) -> _Connection:
-    """This thread's connection to the host; a closed one is kept and opens again on use."""
-    key = (scheme, host, port, connect_timeout)
+def _connect(addresses: list[tuple], timeout: float) -> socket.socket:
+    """A TCP connection to the first of the resolved (and checked) addresses that accepts
+    one, as socket.create_connection would, but without resolving the name again."""
+    error: OSError | None = None
+    for family, kind, proto, _, address in addresses:
+        sock = socket.socket(family, kind, proto)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(address)
+        except OSError as exc:
+            sock.close()
+            error = exc
+        else:
+            return sock
+    raise error or OSError("no address to connect to")
+
+
+def _connection(scheme: str, host: str, port: int | None, connect_timeout: float, allow_private: bool) -> _Connection:
+    """This thread's connection to the host; a closed one is kept and opens again on use.
+    Whether private networks were allowed is part of the key: a connection checked under a
+    wider rule is never reused under a narrower one."""
+    key = (scheme, host, port, connect_timeout, allow_private)
     connections = _local.__dict__.setdefault("connections", {})
     connection = connections.get(key)
     if connection is None:
-        connection = connections[key] = _Connection(scheme, host, port, connect_timeout)
+        connection = connections[key] = _Connection(scheme, host, port, connect_timeout, allow_private)
     return connection
 
 
 STALE_WITHIN = 1.0  # seconds: a reused connection that ends this soon after the request, with no byte of answer, had been closed idle
 
 
-def post(url: str, body: bytes, headers: dict[str, str], *, connect_timeout: float, read_timeout: float, max_bytes: int) -> Response:
+def post(
+    url: str, body: bytes, headers: dict[str, str], *, connect_timeout: float, read_timeout: float, max_bytes: int,
+    allow_private: bool = False,
+) -> Response:
     """POST `body` and read the whole answer, within `connect_timeout + read_timeout` in all
-    (the deadline holds across the one retry on a fresh connection, too)."""
+    (the deadline holds across the one retry on a fresh connection, too). Only to public
+    addresses unless `allow_private`."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TransportError("connection", f"{url} is not an http(s) address")
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     deadline = time.monotonic() + connect_timeout + read_timeout
-    connection = _connection(parts.scheme, host, parts.port, connect_timeout)
+    connection = _connection(parts.scheme, host, parts.port, connect_timeout, allow_private)
     reused = connection.sock is not None
     try:
         return _exchange(connection, path, body, headers, read_timeout, max_bytes, deadline)

@@ -1,6 +1,8 @@
 import os
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.db.models import Count, Q, Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -8,14 +10,20 @@ from django.views.decorators.http import require_http_methods
 
 from core.exceptions import ApplicationError
 from core.views import UNPROCESSABLE
+from llm import egress
 from llm.forms import EndpointForm
 from llm.models import ModelCall, ModelEndpoint
 from llm.services import endpoint_save
 
 
 def _endpoint_rows(endpoints) -> list[dict]:
-    # Whether the key variable is set is shown; the key never is.
-    return [{"endpoint": e, "key_set": bool(e.api_key_env and os.environ.get(e.api_key_env))} for e in endpoints]
+    # Whether an allowed key variable is set is shown; the key never is, nor whether a
+    # variable the deployment does not allow exists.
+    rows = []
+    for e in endpoints:
+        allowed = not e.api_key_env or egress.key_variable_allowed(e.api_key_env, listed=settings.MODEL_KEY_VARIABLES)
+        rows.append({"endpoint": e, "key_allowed": allowed, "key_set": bool(allowed and e.api_key_env and os.environ.get(e.api_key_env))})
+    return rows
 
 
 @login_required
@@ -33,6 +41,9 @@ def model_endpoints(request: HttpRequest, pk: int | None = None) -> HttpResponse
             endpoint_save(user=request.user, data=form.cleaned_data, endpoint=editing)
         except ApplicationError as exc:
             error = exc.message
+        except ValidationError as exc:  # a field the service refused: named as the form names it
+            field, messages = next(iter(exc.message_dict.items()))
+            error = f"{form.fields[field].label if field in form.fields else field}: {messages[0]}"
         else:
             return redirect("model-endpoints")
     usage = []

@@ -12,6 +12,9 @@ PORT=${PORT:-8000}
 ADDRESS=127.0.0.1
 URL="http://${ADDRESS}:${PORT}/"
 export DEBUG=${DEBUG:-1}
+# A model on this machine (Ollama at 127.0.0.1:11434) is a private address: allow those for
+# local development (production leaves it off; see config/settings.py).
+export MODEL_ALLOW_PRIVATE_NETWORKS=${MODEL_ALLOW_PRIVATE_NETWORKS:-1}
 VAR_DIR=${TASKWRIGHT_VAR_DIR:-var}
 LOG_DIR="${VAR_DIR}/log"
 WORKER_LOG="${LOG_DIR}/worker.log"

@@ -25,6 +25,17 @@ def _fast_password_hashing(settings):
 
 
 @pytest.fixture(autouse=True)
+def _model_egress_for_the_fake_server(settings, monkeypatch):
+    # The fake model server listens on 127.0.0.1 and the `endpoint` fixture's key is in
+    # FAKE_LLM_KEY: allow both, as an operator would (tests of the rules turn them off), here
+    # and in the environment every worker or other subprocess a test starts inherits.
+    settings.MODEL_ALLOW_PRIVATE_NETWORKS = True
+    settings.MODEL_KEY_VARIABLES = ["FAKE_LLM_KEY"]
+    monkeypatch.setenv("MODEL_ALLOW_PRIVATE_NETWORKS", "1")
+    monkeypatch.setenv("MODEL_KEY_VARIABLES", "FAKE_LLM_KEY")
+
+
+@pytest.fixture(autouse=True)
 def _fresh_batch_context():
     # A test's rolled-back rows free their ids for the next test (SQLite): a batch or world a
     # worker thread read in one test must not stand in for another test's of the same id.

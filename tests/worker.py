@@ -117,6 +117,9 @@ def start_worker(log_dir: Path, *, concurrency: int = 2, queues: tuple[str, ...]
         "DEBUG": os.environ.get("DEBUG") or "1",
         "CELERY_TASK_ALWAYS_EAGER": "0",
         "PYTHONUNBUFFERED": "1",
+        # The fake model server is on 127.0.0.1; the key variables the test process allows.
+        "MODEL_ALLOW_PRIVATE_NETWORKS": "1",
+        "MODEL_KEY_VARIABLES": ",".join(settings.MODEL_KEY_VARIABLES),
     }
     log_path = Path(log_dir) / f"worker-{nodename.partition('@')[0]}.log"
     command = [

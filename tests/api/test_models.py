@@ -54,7 +54,7 @@ def test_every_user_lists_endpoints_but_only_staff_see_their_configuration(team,
     assert APIClient().get("/api/model-endpoints/").status_code in (401, 403)
 
 
-def test_staff_add_and_change_endpoints(staff, api_for, monkeypatch):
+def test_staff_add_and_change_endpoints(staff, api_for, monkeypatch, settings):
     client = api_for(staff)
     created = client.post("/api/model-endpoints/", {
         "name": "Local Ollama", "kind": "openai_compatible", "base_url": "http://127.0.0.1:11434/v1", "model": "llama3.1",
@@ -68,6 +68,9 @@ def test_staff_add_and_change_endpoints(staff, api_for, monkeypatch):
     assert created.json()["key_set"] is False and created.json()["id"] == endpoint.pk
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-real-looking-key-0123456789")
+    refused = client.patch(f"/api/model-endpoints/{endpoint.pk}/", {"api_key_env": "OPENAI_API_KEY"}, format="json")
+    assert refused.status_code == 400 and "MODEL_KEY_VARIABLES" in refused.json()["api_key_env"][0]  # not allowed until listed
+    settings.MODEL_KEY_VARIABLES = [*settings.MODEL_KEY_VARIABLES, "OPENAI_API_KEY"]
     patched = client.patch(f"/api/model-endpoints/{endpoint.pk}/", {"api_key_env": "OPENAI_API_KEY", "enabled": False}, format="json")
     assert patched.status_code == 200, patched.json()
     endpoint.refresh_from_db()

@@ -116,8 +116,8 @@ def test_tool_calls_are_parsed_and_bad_arguments_kept_raw(endpoint, fake_llm):
 
 
 def test_anthropic_kind_speaks_the_messages_api(db, fake_llm, monkeypatch):
-    monkeypatch.setenv("ANTHROPIC_TEST_KEY", "sk-ant-test")
-    endpoint = ModelEndpoint.objects.create(name="claude", kind="anthropic", base_url=fake_llm.url, model="claude-x", api_key_env="ANTHROPIC_TEST_KEY")
+    monkeypatch.setenv("TASKWRIGHT_MODEL_KEY_ANTHROPIC_TEST", "sk-ant-test")
+    endpoint = ModelEndpoint.objects.create(name="claude", kind="anthropic", base_url=fake_llm.url, model="claude-x", api_key_env="TASKWRIGHT_MODEL_KEY_ANTHROPIC_TEST")
     fake_llm.script(Reply(structured={"title": "LOI", "amount": 3}))
     result = chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting", schema=SCHEMA)
     assert result.structured == {"title": "LOI", "amount": 3}

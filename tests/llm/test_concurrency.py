@@ -41,7 +41,7 @@ def test_cap_is_shared_by_two_worker_processes(endpoint, fake_llm):
     endpoint.max_concurrency = 3
     endpoint.save()
     fake_llm.responder = lambda request: Reply(content="ok", delay=0.3)
-    env = {**os.environ, "DATABASE_URL": database_url_for_subprocess(), "DEBUG": "1"}
+    env = {**os.environ, "DATABASE_URL": database_url_for_subprocess(), "DEBUG": "1", "MODEL_ALLOW_PRIVATE_NETWORKS": "1", "MODEL_KEY_VARIABLES": "FAKE_LLM_KEY"}
     root = Path(__file__).resolve().parents[2]
     processes = [subprocess.Popen([sys.executable, "-c", CALLER, str(endpoint.pk)], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     outputs = [p.communicate(timeout=120) for p in processes]
@@ -142,7 +142,8 @@ EXITING_CALLER = textwrap.dedent(
 
 @pytest.mark.django_db(transaction=True)
 def test_a_process_that_exits_gives_its_kept_slots_back(endpoint, fake_llm, redis_slots, settings):
-    env = {**os.environ, "DATABASE_URL": database_url_for_subprocess(), "DEBUG": "1", "LLM_SLOTS_REDIS_URL": settings.LLM_SLOTS_REDIS_URL}
+    env = {**os.environ, "DATABASE_URL": database_url_for_subprocess(), "DEBUG": "1", "LLM_SLOTS_REDIS_URL": settings.LLM_SLOTS_REDIS_URL,
+           "MODEL_ALLOW_PRIVATE_NETWORKS": "1", "MODEL_KEY_VARIABLES": "FAKE_LLM_KEY"}
     done = subprocess.run([sys.executable, "-c", EXITING_CALLER, str(endpoint.pk)], cwd=Path(__file__).resolve().parents[2], env=env,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
