@@ -164,8 +164,11 @@ def test_pack_page_builds_and_downloads(client, team, env_task, django_capture_o
     import io
     import zipfile
 
+    from authoring import services as authoring_services
     from reviews import services as review_services
 
+    for document in env_task.world.documents.all():  # a pack holds only documents with content
+        authoring_services.document_update(document=document, user=team.author, base_revision=document.revision, content="The price is $12m.")
     submission = review_services.submission_create(env_task=env_task, user=team.author)
     review_services.submission_claim_next(user=team.reviewer)
     review_services.review_decide(submission=submission, user=team.reviewer, decision="approve")
@@ -173,7 +176,9 @@ def test_pack_page_builds_and_downloads(client, team, env_task, django_capture_o
     url = reverse("pack-list", args=[team.project.pk])
     assert env_task.title in client.get(url).content.decode()
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        response = client.post(url, {"name": "first", "submissions": [submission.pk]})
+        unticked = client.post(url, {"name": "first", "submissions": [submission.pk]})
+        response = client.post(url, {"name": "first", "submissions": [submission.pk], "formats": ["taskwright", "healthbench"]})
+    assert unticked.status_code == 422 and "at least one format" in unticked.content.decode()
     assert response.status_code == 302 and len(callbacks) == 1  # the build is queued after commit
     pack = team.project.packs.get()
     row = client.get(reverse("pack-progress", args=[pack.pk]), **HX).content.decode()
@@ -187,7 +192,8 @@ def test_pack_page_builds_and_downloads(client, team, env_task, django_capture_o
     download = client.get(reverse("pack-download", args=[pack.pk]))
     assert download["Content-Disposition"].startswith("attachment")
     archive = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content)))
-    assert env_task.prompt in archive.read("tasks.jsonl").decode()
+    assert env_task.prompt in archive.read("taskwright/tasks.jsonl").decode()
+    assert env_task.prompt in archive.read("healthbench.jsonl").decode()
 
 
 def test_only_admins_see_packs(client, team):
