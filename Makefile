@@ -22,7 +22,7 @@ PYTHON_CANDIDATES := python3.12 python3.13 python3 \
 	$(sort $(wildcard $(HOME)/.pyenv/versions/3.1[2-9]*/bin/python3)) \
 	$(sort $(wildcard /usr/local/bin/python3.1[2-9] /usr/bin/python3.1[2-9] /opt/homebrew/bin/python3.1[2-9] /opt/python*/bin/python3))
 
-.PHONY: help run test lint migrate seed clean
+.PHONY: help run serve test lint migrate seed clean requirements
 
 help:
 	@echo "make run      migrate, load the demo data, start the web server and a Celery worker"
@@ -31,6 +31,8 @@ help:
 	@echo "make migrate  apply database migrations"
 	@echo "make seed     load the demo data (idempotent) and print the demo logins"
 	@echo "make clean    remove .venv, caches, test artifacts and the embedded broker's queue (keeps var/db.sqlite3)"
+	@echo "make serve    production-like web server: gunicorn, DEBUG off (needs SECRET_KEY, ALLOWED_HOSTS; see README)"
+	@echo "make requirements  compile requirements*.txt from requirements*.in (uv; existing pins are kept)"
 
 # The virtualenv. A .venv whose interpreter no longer runs (e.g. its Python was removed) is rebuilt.
 $(PY):
@@ -60,6 +62,19 @@ $(DEV_STAMP): requirements.txt requirements-dev.txt | $(PY)
 
 run: $(RUN_STAMP)
 	@PYTHON=$(PY) bash scripts/run.sh
+
+# Production-like: DEBUG off (settings then refuse to start without a real SECRET_KEY),
+# static files collected for whitenoise, gunicorn with WEB_CONCURRENCY workers on BIND.
+serve: $(RUN_STAMP)
+	DEBUG=0 $(PY) manage.py collectstatic --noinput --verbosity 0
+	DEBUG=0 $(VENV)/bin/gunicorn config.wsgi --workers $${WEB_CONCURRENCY:-2} --bind $${BIND:-127.0.0.1:8000} --access-logfile -
+
+# Pins come from the .in files; a pin already in a .txt file is kept unless an .in change needs another.
+requirements: $(DEV_STAMP)
+	$(VENV)/bin/uv pip compile requirements.in -o requirements.txt --python-version 3.12 --quiet --custom-compile-command "make requirements"
+	@tmp=$$(mktemp); grep -v '^-r ' requirements-dev.txt > $$tmp; \
+	$(VENV)/bin/uv pip compile requirements-dev.in -o $$tmp --python-version 3.12 --quiet --custom-compile-command "make requirements"; \
+	{ echo "-r requirements.txt"; cat $$tmp; } > requirements-dev.txt; rm -f $$tmp
 
 test: $(DEV_STAMP)
 	$(PY) -m ruff check .
