@@ -14,6 +14,9 @@ import datetime as dt
 import re
 from dataclasses import dataclass, field
 
+from openpyxl.utils.cell import column_index_from_string, coordinate_from_string, get_column_letter
+from openpyxl.utils.exceptions import CellCoordinatesException
+
 from .base import RenderError
 from .markdown import parser, table_cells
 
@@ -31,26 +34,21 @@ MAX_SHEET_ROWS = 100_000
 
 def col_letter(index: int) -> str:
     """1 → A, 27 → AA."""
-    letters = ""
-    while index:
-        index, rem = divmod(index - 1, 26)
-        letters = chr(65 + rem) + letters
-    return letters
+    return get_column_letter(index)
 
 
 def col_index(letters: str) -> int:
-    n = 0
-    for ch in letters.upper():
-        n = n * 26 + ord(ch) - 64
-    return n
+    """A → 1, AA → 27."""
+    return column_index_from_string(letters.upper())
 
 
 def split_ref(ref: str) -> tuple[int, int]:
     """'$B$12' → (12, 2): row and column, 1-based."""
-    m = re.fullmatch(r"\$?([A-Z]{1,3})\$?(\d+)", ref.upper())
-    if not m:
-        raise ValueError(ref)
-    return int(m.group(2)), col_index(m.group(1))
+    try:
+        letters, row = coordinate_from_string(ref.upper())
+    except CellCoordinatesException:
+        raise ValueError(ref) from None
+    return row, column_index_from_string(letters)
 
 
 def range_cells(spec: str) -> tuple[int, int, int, int]:

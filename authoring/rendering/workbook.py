@@ -6,6 +6,7 @@ only the value cached in the file (FORMATS.md).
 """
 
 import datetime as dt
+import graphlib
 import io
 import logging
 import math
@@ -192,29 +193,12 @@ class Workbook:
 
     def _order(self, deps: dict) -> list:
         """Formula cells so that each comes after the formula cells it reads; a cycle is an error."""
-        state: dict = {}
-        order: list = []
-        for start in deps:
-            if start in state:
-                continue
-            stack = [(start, iter(deps[start]))]
-            state[start] = "open"
-            while stack:
-                node, children = stack[-1]
-                child = next(children, None)
-                if child is None:
-                    state[node] = "done"
-                    order.append(node)
-                    stack.pop()
-                elif state.get(child) == "open":
-                    path = [k for k, _ in stack]
-                    loop = [*path[path.index(child):], child]
-                    names = " → ".join(f"{col_letter(c)}{r}" for _, r, c in loop)
-                    raise RenderError(f"{self._at(*node)}: circular reference {names}; a formula cannot depend on itself.")
-                elif child not in state:
-                    state[child] = "open"
-                    stack.append((child, iter(deps[child])))
-        return order
+        try:
+            return list(graphlib.TopologicalSorter(deps).static_order())
+        except graphlib.CycleError as exc:
+            loop = list(reversed(exc.args[1]))  # graphlib lists a cycle from reader back to read; say it as it reads
+            names = " → ".join(f"{col_letter(c)}{r}" for _, r, c in loop)
+            raise RenderError(f"{self._at(*loop[0])}: circular reference {names}; a formula cannot depend on itself.") from None
 
     def _input(self, n: int, r: int, c: int) -> object:
         cell = self.sheets[n].cells.get((r, c))
