@@ -2,7 +2,7 @@
 query parameters, pagination, the base view and small serializer helpers."""
 
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
 from drf_spectacular.extensions import OpenApiSerializerExtension
@@ -134,6 +134,8 @@ class ApiView(APIView):
         if isinstance(exc, RequestDataTooBig):  # else Django answers a bare HTML 400
             limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
             exc = PayloadTooLarge(f"The request body is too large ({limit:,} bytes at most).")
+        elif isinstance(exc, TooManyFilesSent):  # likewise
+            exc = InvalidRequest(f"Send at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files in one request.")
         return super().handle_exception(exc)
 
     def _check_query_params(self, request: Request) -> None:

@@ -1,7 +1,6 @@
 """Documents through the API: the data room, versions and restore, the rendered file,
 the uploaded original, and uploads."""
 
-from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import parsers, serializers, status
@@ -12,12 +11,9 @@ from rest_framework.response import Response
 from authoring import selectors, services
 from authoring.apis.common import EDIT_ERRORS, FirstRendererNegotiation
 from authoring.models import Document, DocumentKind
-from authoring.services.uploads import clean_file_name, document_upload
+from authoring.services.uploads import MAX_FILES_PER_UPLOAD, UploadRefused, documents_upload
 from core.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer, InvalidRequest, RevisionedSerializer, text_field, username_field
-from core.exceptions import ApplicationError
 from core.files import attachment_response
-
-MAX_FILES_PER_UPLOAD = 50
 
 # --- Serializers -----------------------------------------------------------------------
 
@@ -144,11 +140,6 @@ class DocumentDetailApi(ApiView):
 
 
 
-def _delete_originals(documents: list[Document]) -> None:
-    for document in documents:
-        document.source_file.delete(save=False)
-
-
 # --- Versions --------------------------------------------------------------------------
 
 @extend_schema(parameters=[ID_PARAMETER])
@@ -257,30 +248,8 @@ class WorldUploadApi(ApiView):
         files = request.FILES.getlist("files")
         if not files:
             raise InvalidRequest("Send one or more files in the multipart field `files`.")
-        if len(files) > MAX_FILES_PER_UPLOAD:
-            raise InvalidRequest(f"Upload at most {MAX_FILES_PER_UPLOAD} files at a time.")
-        created: list[Document] = []
-        refused: list[dict] = []
-        # All or nothing, so that a client resending after a refusal never gets "x (2).pdf"
-        # duplicates of the files that did go in. Storage does not roll back with the
-        # database: the originals stored for the rolled-back documents are deleted here.
         try:
-            with transaction.atomic():
-                for index, uploaded in enumerate(files):
-                    try:
-                        created.append(document_upload(world=world, user=request.user, uploaded_file=uploaded))
-                    except ApplicationError as error:
-                        refused.append({"index": index, "name": clean_file_name(uploaded.name or ""), "detail": error.message})
-                if refused:
-                    transaction.set_rollback(True)
-        except BaseException:
-            _delete_originals(created)
-            raise
-        if refused:
-            _delete_originals(created)
-            reasons = {item["detail"] for item in refused}
-            detail = reasons.pop() if len(reasons) == 1 and len(refused) == len(files) else (
-                f"{len(refused)} of {len(files)} files were refused, so none was added: fix or leave out those files and send again."
-            )
-            return Response(UploadRefusedSerializer({"detail": detail, "files": refused}).data, status=status.HTTP_400_BAD_REQUEST)
+            created = documents_upload(world=world, user=request.user, uploaded_files=files)
+        except UploadRefused as refused:
+            return Response(UploadRefusedSerializer({"detail": refused.message, "files": refused.files}).data, status=status.HTTP_400_BAD_REQUEST)
         return Response(DocumentListSerializer(created, many=True).data, status=status.HTTP_201_CREATED)

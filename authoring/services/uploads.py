@@ -10,6 +10,7 @@ import unicodedata
 import uuid
 from pathlib import PurePosixPath
 
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
@@ -22,6 +23,7 @@ from authoring.services.common import author_membership
 from core.exceptions import ApplicationError
 
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+MAX_FILES_PER_UPLOAD = settings.DATA_UPLOAD_MAX_NUMBER_FILES  # Django refuses more while parsing the request
 MAX_NAME_CHARS = 120
 DEFAULT_FOLDER = "Uploads"
 _FORBIDDEN_NAME_CHARS = str.maketrans(dict.fromkeys('<>:"|?*', "_"))
@@ -77,6 +79,55 @@ def document_upload(*, world: World, user, uploaded_file: UploadedFile, path: st
         document.source_file.delete(save=False)
         raise
     return document
+
+
+class UploadRefused(ApplicationError):
+    """Some files of an upload were refused, so none was added. `files`: [{index, name, detail}]."""
+
+    def __init__(self, message: str, files: list[dict]) -> None:
+        super().__init__(message)
+        self.files = files
+
+
+def documents_upload(*, world: World, user, uploaded_files: list[UploadedFile]) -> list[Document]:
+    """Upload several files into the data room, all or nothing (the page and the API both
+    call this): when any file is refused, none is added and UploadRefused says why, per
+    file, so that sending again never makes "x (2).pdf" copies of the files that did go in.
+    Storage does not roll back with the database: the originals already stored are deleted."""
+    author_membership(user=user, project_id=world.project_id)
+    if not uploaded_files:
+        raise ApplicationError("Choose one or more files to upload.")
+    if len(uploaded_files) > MAX_FILES_PER_UPLOAD:
+        raise ApplicationError(f"Upload at most {MAX_FILES_PER_UPLOAD} files at a time.")
+    created: list[Document] = []
+    refused: list[dict] = []
+    try:
+        with transaction.atomic():
+            for index, uploaded in enumerate(uploaded_files):
+                try:
+                    created.append(document_upload(world=world, user=user, uploaded_file=uploaded))
+                except ApplicationError as error:
+                    refused.append({"index": index, "name": clean_file_name(uploaded.name or ""), "detail": error.message})
+            if refused:
+                transaction.set_rollback(True)
+    except BaseException:
+        _delete_originals(created)
+        raise
+    if refused:
+        _delete_originals(created)
+        reasons = {item["detail"] for item in refused}
+        if len(reasons) == 1 and len(refused) == len(uploaded_files):
+            message = reasons.pop()
+        else:
+            message = (f"{len(refused)} of {len(uploaded_files)} files were refused, so none was added: "
+                       "fix or leave out those files and send again.")
+        raise UploadRefused(message, refused)
+    return created
+
+
+def _delete_originals(created: list[Document]) -> None:
+    for document in created:
+        document.source_file.delete(save=False)
 
 
 def clean_file_name(name: str) -> str:

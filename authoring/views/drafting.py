@@ -1,7 +1,9 @@
 """Pages and fragments for model-assisted drafting, versions, files and the consistency check."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import TooManyFilesSent
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -216,25 +218,24 @@ def world_consistency(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def world_upload(request: HttpRequest, pk: int) -> HttpResponse:
-    """Upload existing files into the data room; their text is extracted for agents."""
-    from authoring.services.uploads import document_upload
+    """Upload existing files into the data room, all or nothing; their text is extracted for agents."""
+    from authoring.services.uploads import UploadRefused, documents_upload
 
     world = selectors.world_get_for_user(user=request.user, pk=pk)
-    files = request.FILES.getlist("files")
-    if not files:
-        messages.error(request, "Choose one or more files to upload.")
+    try:
+        files = request.FILES.getlist("files")
+    except TooManyFilesSent:
+        messages.error(request, f"Upload at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files at a time.")
         return redirect("world-editor", pk=world.pk)
-    if len(files) > 50:
-        messages.error(request, "Upload at most 50 files at a time.")
+    try:
+        added = documents_upload(world=world, user=request.user, uploaded_files=files)
+    except UploadRefused as refused:
+        messages.error(request, refused.message)
+        for problem in refused.files:
+            messages.error(request, f"{problem['name']}: {problem['detail']}")
         return redirect("world-editor", pk=world.pk)
-    added, refused = [], []
-    for uploaded in files:
-        try:
-            added.append(document_upload(world=world, user=request.user, uploaded_file=uploaded))
-        except ApplicationError as error:
-            refused.append(f"{uploaded.name[:120]}: {error.message}")
-    if added:
-        messages.success(request, f"Added {len(added)} document{'s' if len(added) != 1 else ''}: {', '.join(d.path for d in added)}.")
-    for problem in refused:
-        messages.error(request, problem)
+    except ApplicationError as error:
+        messages.error(request, error.message)
+        return redirect("world-editor", pk=world.pk)
+    messages.success(request, f"Added {len(added)} document{'s' if len(added) != 1 else ''}: {', '.join(d.path for d in added)}.")
     return redirect("world-editor", pk=world.pk)
