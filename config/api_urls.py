@@ -11,7 +11,7 @@ from llm import apis as llm_apis
 from packs import apis as packs_apis
 from reviews import apis as reviews_apis
 from rollouts import apis as rollouts_apis
-from rollouts import quality_apis
+from verification import apis as verification_apis
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -59,16 +59,16 @@ urlpatterns = [
     path("batches/<str:pk>/cancel/", rollouts_apis.BatchCancelApi.as_view(), name="api-batch-cancel"),
     path("rollouts/<str:pk>/", rollouts_apis.RolloutDetailApi.as_view(), name="api-rollout"),
     path("steps/<str:pk>/comments/", rollouts_apis.StepCommentListApi.as_view(), name="api-step-comments"),
-    # rollouts: verifier quality (grades, expert verdicts, ranking, regrade, difficulty, probes, grading settings)
-    path("batches/<str:pk>/grades/", quality_apis.BatchGradesApi.as_view(), name="api-batch-grades"),
-    path("batches/<str:pk>/expert-verdicts/", quality_apis.ExpertVerdictApi.as_view(), name="api-batch-expert-verdicts"),
-    path("batches/<str:pk>/agreement/", quality_apis.BatchAgreementApi.as_view(), name="api-batch-agreement"),
-    path("batches/<str:pk>/ranking/", quality_apis.BatchRankingApi.as_view(), name="api-batch-ranking"),
-    path("batches/<str:pk>/regrade/", quality_apis.BatchRegradeApi.as_view(), name="api-batch-regrade"),
-    path("batches/<str:pk>/difficulty/", quality_apis.BatchDifficultyApi.as_view(), name="api-batch-difficulty"),
-    path("tasks/<str:pk>/probe-runs/", quality_apis.ProbeRunListApi.as_view(), name="api-task-probe-runs"),
-    path("probe-runs/<str:pk>/", quality_apis.ProbeRunDetailApi.as_view(), name="api-probe-run"),
-    path("tasks/<str:pk>/rubric/settings/", quality_apis.RubricSettingsApi.as_view(), name="api-task-rubric-settings"),
+    # verification: verifier quality (grades, expert verdicts, ranking, regrade, difficulty, probes, grading settings)
+    path("batches/<str:pk>/grades/", verification_apis.BatchGradesApi.as_view(), name="api-batch-grades"),
+    path("batches/<str:pk>/expert-verdicts/", verification_apis.ExpertVerdictApi.as_view(), name="api-batch-expert-verdicts"),
+    path("batches/<str:pk>/agreement/", verification_apis.BatchAgreementApi.as_view(), name="api-batch-agreement"),
+    path("batches/<str:pk>/ranking/", verification_apis.BatchRankingApi.as_view(), name="api-batch-ranking"),
+    path("batches/<str:pk>/regrade/", verification_apis.BatchRegradeApi.as_view(), name="api-batch-regrade"),
+    path("batches/<str:pk>/difficulty/", verification_apis.BatchDifficultyApi.as_view(), name="api-batch-difficulty"),
+    path("tasks/<str:pk>/probe-runs/", verification_apis.ProbeRunListApi.as_view(), name="api-task-probe-runs"),
+    path("probe-runs/<str:pk>/", verification_apis.ProbeRunDetailApi.as_view(), name="api-probe-run"),
+    path("tasks/<str:pk>/rubric/settings/", verification_apis.RubricSettingsApi.as_view(), name="api-task-rubric-settings"),
     # reviews
     path("tasks/<str:pk>/submit/", reviews_apis.EnvTaskSubmitApi.as_view(), name="api-task-submit"),
     path("submissions/", reviews_apis.SubmissionListApi.as_view(), name="api-submissions"),

@@ -66,6 +66,7 @@ RECOVERIES = (
     "packs.services.packs_recover",
     "rollouts.services.rollouts_recover",
     "rollouts.grading.services.grades_recover",
+    "verification.services.probe_runs_recover",
 )
 
 

@@ -80,8 +80,10 @@ INSTALLED_APPS = [
     "llm",
     "workspace",
     "rollouts",
+    "verification",
     "reviews",
     "packs",
+    "demo",
 ]
 
 MIDDLEWARE = [
@@ -126,7 +128,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file (not :memory:) so a Celery worker started by the tests shares it.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
-    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    # WAL: readers (the web pages) no longer wait for a writer (a worker saving a step), nor it
+    # for them; a writer waits up to `timeout` s for another. synchronous=NORMAL is WAL's usual
+    # pairing: a power cut may lose the last commits, never corrupt the file.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_USER_MODEL = "accounts.User"
 
@@ -169,6 +178,7 @@ CELERY_TASK_ROUTES = {
     "authoring.tasks.*": {"queue": "drafting"},
     "rollouts.tasks.run_rollout": {"queue": "rollouts"},
     "rollouts.tasks.grade_attempt": {"queue": "grading"},
+    "verification.tasks.probe_run_write_cheats": {"queue": "grading"},
 }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -225,6 +235,8 @@ STORAGES = {
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
+# Files in one upload (page or API); authoring.services.uploads reads this one limit.
+DATA_UPLOAD_MAX_NUMBER_FILES = 50
 
 # --- Auth and security ----------------------------------------------------------------
 LOGIN_URL = "login"

@@ -8,7 +8,7 @@ urlpatterns = [
     path("", include("accounts.urls")),
     path("", include("authoring.urls")),
     path("", include("rollouts.urls")),
-    path("", include("rollouts.quality_urls")),
+    path("", include("verification.urls")),
     path("", include("reviews.urls")),
     path("", include("packs.urls")),
     path("", include("llm.urls")),

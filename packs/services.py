@@ -26,7 +26,7 @@ from packs.formats import ALL_FORMATS
 from packs.importer import MAX_WORLD_ZIP_BYTES, read_pack
 from packs.models import Pack, PackStatus, PackTaskEntry, PackWorldEntry
 from reviews.models import Submission, SubmissionStatus
-from rollouts.quality import task_measurements
+from verification.selectors import task_measurements
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3

@@ -231,13 +231,35 @@ class Ranking(models.Model):
         return f"Ranking of batch {self.batch_id} by {self.expert_id}"
 
 
+class ProbeRunStatus(models.TextChoices):
+    """Where the run's model-written cheats are. A run without a cheat model is ready at once."""
+
+    QUEUED = "queued", "Waiting to write the cheat answers"
+    WRITING = "writing", "Writing the cheat answers"
+    READY = "ready", "Every probe queued for grading"
+    FAILED = "failed", "The cheat answers could not be written"
+
+
 class ProbeRun(models.Model):
-    """A suite of adversarial answers graded against one rubric version."""
+    """A suite of adversarial answers graded against one rubric version. The built-in probes
+    are created with the run; the cheats a model writes are a job of their own on the
+    `grading` queue (verification.services.probe_run_write_cheats), claimed like any job
+    (core.jobs: status, attempts, started_at, heartbeat_at, finished_at, error)."""
 
     env_task = models.ForeignKey(EnvTask, on_delete=models.CASCADE, related_name="probe_runs")
     rubric_version = models.ForeignKey(RubricVersion, on_delete=models.PROTECT, related_name="probe_runs")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    judge_endpoint = models.ForeignKey("llm.ModelEndpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                       help_text="Grades every probe, the model-written cheats too.")
+    cheat_endpoint = models.ForeignKey("llm.ModelEndpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                                       help_text="Writes cheats aimed at the rubric; none: only the built-in probes.")
+    status = models.CharField(max_length=16, choices=ProbeRunStatus.choices, default=ProbeRunStatus.READY)
+    error = models.TextField(blank=True, help_text="Why the cheats could not be written, for the author.")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -130,11 +130,11 @@ ROUTES = [
     Route("task-probes", "task", "get", htmx=True),
     Route("task-probes", "task", "post", (("judge_endpoint", "trial_endpoint"),), "author"),
     Route("task-rubric-settings", "task", "post", (("pass_threshold", "0.5"), ("judge_samples", "3"), ("revision", "rev:rubric")), "author"),
-    Route("batch-quality", "quality_batch", "get"),
-    Route("batch-quality", "quality_batch", "get", htmx=True),
-    Route("batch-expert-verdict", "quality_batch", "post", (("rollout", "ranked"), ("criterion", "judged_criterion"), ("verdict", "not_met"))),
-    Route("batch-ranking", "quality_batch", "post", (("order", "ranked"),)),
-    Route("batch-regrade", "quality_batch", "post", (), "author"),
+    Route("batch-quality", "verifier_batch", "get"),
+    Route("batch-quality", "verifier_batch", "get", htmx=True),
+    Route("batch-expert-verdict", "verifier_batch", "post", (("rollout", "ranked"), ("criterion", "judged_criterion"), ("verdict", "not_met"))),
+    Route("batch-ranking", "verifier_batch", "post", (("order", "ranked"),)),
+    Route("batch-regrade", "verifier_batch", "post", (), "author"),
 ]
 # Refusals that come back as a message on a redirect rather than a 422 fragment.
 REFUSED_BY_REDIRECT = {"task-submit", "submission-release", "world-upload", "document-version-restore", "world-export", "world-import"}
@@ -237,7 +237,7 @@ def _quality(team, o: dict) -> None:
     batch, task = o["batch"], o["task"]
     rubric = task.rubric_versions.order_by("-number").first()
     authoring_services.criterion_add(env_task=task, user=team.author, base_revision=rubric.revision, text="Added after the trials", points=1)
-    o.update(quality_batch=batch, judged_criterion=batch.rubric_version.criteria.first(), ranked=o["rollout"])
+    o.update(verifier_batch=batch, judged_criterion=batch.rubric_version.criteria.first(), ranked=o["rollout"])
 
 
 # name → the group that builds it (each group after the ones it builds on)
@@ -248,7 +248,7 @@ BUILT_BY = {
     **dict.fromkeys(("endpoint", "drafted", "version", "run", "job", "proposal", "uploaded"), "drafting"),
     "full_world": "transfer",
     **dict.fromkeys(("trial_endpoint", "batch", "rollout", "step"), "rollouts"),
-    **dict.fromkeys(("quality_batch", "judged_criterion", "ranked"), "quality"),
+    **dict.fromkeys(("verifier_batch", "judged_criterion", "ranked"), "quality"),
 }
 
 

@@ -1,11 +1,14 @@
 import json
+import shutil
 from io import StringIO
 
-from django.core.management import call_command
+import pytest
+from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from accounts.models import Membership, Project, User
 from authoring.models import Document, EnvTask, World
+from demo.content import DATA_DIR
 from llm.models import ModelCall, ModelEndpoint
 from llm.scripted import LABEL
 from rollouts.models import Rollout, RolloutBatch, RolloutStatus, Step, StepKind
@@ -81,3 +84,44 @@ def test_seed_demo_adds_one_finished_batch_of_labelled_scripted_trials(db, setti
         assert rollout.final_answer.startswith(LABEL) and rollout.final_answer == steps[-1].text
         assert rollout.input_tokens > 0 and rollout.overlay is not None and rollout.finished_at is not None
     assert ModelCall.objects.filter(endpoint=batch.endpoint, purpose="rollout", outcome="ok").count() == 4 * 3
+
+
+def test_the_demo_is_seeded_from_its_data_files_exactly(db, settings, tmp_path):
+    settings.VAR_DIR = tmp_path
+    call_command("seed_demo", stdout=StringIO())
+    world_dir, task_dir = DATA_DIR / "world", DATA_DIR / "task"
+    listed = json.loads((world_dir / "world.json").read_text())["documents"]
+    world = World.objects.get()
+    seeded = list(world.documents.order_by("position").values_list("path", "kind", "content", "metadata", "brief"))
+    assert seeded == [
+        (row["path"], row["kind"], (world_dir / row["content_file"]).read_text(), row.get("metadata", {}), row["brief"]) for row in listed
+    ]
+    chat = world.documents.get(kind="chat")
+    assert chat.content and not chat.content.endswith("\n")  # nothing added: the file has no final newline
+    assert world.outline == (world_dir / "outline.md").read_text()
+    env_task = EnvTask.objects.get()
+    assert env_task.prompt == (task_dir / "prompt.md").read_text()
+    assert env_task.reference_answer == (task_dir / "reference_answer.md").read_text()
+
+
+def test_seed_demo_reads_an_edited_copy_of_the_data_folder(db, settings, tmp_path):
+    settings.VAR_DIR = tmp_path
+    data = shutil.copytree(DATA_DIR, tmp_path / "data")
+    (data / "world" / "Deal" / "Letter of intent.md").write_text("LETTER OF INTENT\n\nEdited for this test.\n")
+    world_json = json.loads((data / "world" / "world.json").read_text())
+    world_json["documents"][3]["metadata"]["subject"] = "RE: Northwind, edited"
+    (data / "world" / "world.json").write_text(json.dumps(world_json))
+    call_command("seed_demo", data=data, stdout=StringIO())
+    assert Document.objects.get(path="Deal/Letter of intent.docx").content == "LETTER OF INTENT\n\nEdited for this test.\n"
+    assert Document.objects.get(path=world_json["documents"][3]["path"]).metadata["subject"] == "RE: Northwind, edited"
+
+
+def test_seed_demo_refuses_a_data_folder_with_a_misspelt_key_and_creates_nothing(db, settings, tmp_path):
+    settings.VAR_DIR = tmp_path
+    data = shutil.copytree(DATA_DIR, tmp_path / "data")
+    task_json = json.loads((data / "task" / "task.json").read_text())
+    task_json["criteria"][0]["explantion"] = task_json["criteria"][0].pop("explanation")
+    (data / "task" / "task.json").write_text(json.dumps(task_json))
+    with pytest.raises(CommandError, match="explantion"):
+        call_command("seed_demo", data=data, stdout=StringIO())
+    assert counts() == (0,) * len(counts()) and not (tmp_path / "demo_logins.json").exists()

@@ -90,11 +90,17 @@ def test_author_makes_the_verifier_trustworthy(page: Page, live_server, fake_llm
     panel.scroll_into_view_if_needed()
     page.screenshot(path=screenshot_dir / "41-verifier.png", full_page=True)
 
-    # 2. Reward-hacking probes: graded by the worker; the page polls until they are in.
+    # 2. Reward-hacking probes, with a cheat a model writes against the rubric: the worker writes it (the
+    # request does not wait for the model) and grades every probe; the page polls until they are in.
+    fake_llm.script(Reply(structured={"answers": ["The price is 12, as agreed."]}, delay=1.5))
     probes = page.locator("#q-probes")
     expect(probes.get_by_label("Judge model")).to_contain_text("Fake GPT")
+    probes.get_by_label("Model that writes cheats aimed at the rubric (optional)").select_option(label="Fake GPT · fake-model")
     probes.get_by_role("button", name="Run the probes").click()
-    expect(page.locator("#q-probe-summary")).to_contain_text("2 flagged", timeout=GRADING_TIMEOUT_MS)
+    expect(page.locator("#q-probe-cheats")).to_contain_text("Writing a cheat answer with the model…")
+    expect(page.locator("#q-probe-summary")).to_contain_text("3 flagged", timeout=GRADING_TIMEOUT_MS)
+    expect(page.locator("#q-probe-cheats")).to_have_count(0)
+    expect(page.locator("#q-probe-results tr.q-flagged", has_text="Model-written cheat 1")).to_contain_text("States the purchase price of $12m")
     hedging = page.locator("#q-probe-results tr.q-flagged", has_text="Hedges across many candidate values")
     expect(hedging).to_contain_text("Flagged")
     expect(hedging).to_contain_text("States the purchase price of $12m")

@@ -93,6 +93,7 @@ def test_probe_runs_flag_the_criteria_they_fool(api_for, team, demo, endpoint): 
     api = api_for(team.author)
     started = api.post(f"/api/tasks/{demo.task.pk}/probe-runs/", {"judge_endpoint": endpoint.pk}, format="json")
     assert started.status_code == 201 and started.json()["pending"] == 7 and len(started.json()["probes"]) == 7
+    assert started.json()["status"] == "ready"  # no cheat model: nothing to write
     run_pending_grades()
     body = api.get(f"/api/probe-runs/{started.json()['id']}/").json()
     assert (body["pending"], body["flagged"], body["rubric_version"]["number"]) == (0, 2, 1)
@@ -105,10 +106,18 @@ def test_probe_runs_flag_the_criteria_they_fool(api_for, team, demo, endpoint): 
 
 def test_probe_answers_come_back_exactly_as_written(api_for, team, demo, endpoint, fake_llm):  # noqa: F811
     from tests.fake_llm import Reply
+    from verification.services import probe_run_write_cheats
 
     fake_llm.script(Reply(structured={"answers": [NASTY]}))
-    body = api_for(team.author).post(f"/api/tasks/{demo.task.pk}/probe-runs/", {"judge_endpoint": endpoint.pk, "cheat_endpoint": endpoint.pk},
-                                     format="json").json()
+    api = api_for(team.author)
+    asked = len(fake_llm.requests)
+    started = api.post(f"/api/tasks/{demo.task.pk}/probe-runs/", {"judge_endpoint": endpoint.pk, "cheat_endpoint": endpoint.pk}, format="json")
+    # The cheat is written on the grading queue, not in the request: the answer says so and no model was asked yet.
+    assert started.status_code == 201 and (started.json()["status"], len(started.json()["probes"])) == ("queued", 7)
+    assert len(fake_llm.requests) == asked
+    probe_run_write_cheats(probe_run_id=started.json()["id"])
+    body = api.get(f"/api/probe-runs/{started.json()['id']}/").json()
+    assert (body["status"], body["error"], body["pending"]) == ("ready", "", 8)
     assert next(p for p in body["probes"] if p["kind"] == "model_cheat")["answer"] == NASTY  # JSON, not HTML: escaping is the reader's
 
 

@@ -5,7 +5,7 @@ import random
 import pytest
 from scipy import stats
 
-from rollouts.metrics import cohen_kappa, confusion, kendall_tau_b, pass_at_k, pass_hat_k, spearman_rho
+from verification.metrics import cohen_kappa, confusion, kendall_tau_b, pass_at_k, pass_hat_k, spearman_rho
 
 
 def brute_pass_at_k(n: int, c: int, k: int) -> float:

@@ -18,8 +18,8 @@ from rollouts.agent import rollout_execute
 from rollouts.grading.checks import KINDS
 from rollouts.grading.services import grade_execute
 from rollouts.models import ExpertVerdict, Grade, GradeStatus, ProbeRun, Ranking
-from rollouts.quality_views import plots
 from tests.fake_llm import Reply
+from verification.views import plots
 
 HX = {"HTTP_HX_REQUEST": "true"}
 WEAK = [("States the purchase price of $12m", 5, {"check": "contains", "value": "12"}),
@@ -305,9 +305,54 @@ def test_on_the_task_page_a_fooled_criterion_opens_for_editing_in_place(author_c
     assert f'hx-get="{reverse("criterion-row", args=[fooled.pk])}?edit=1" hx-target="#criterion-{fooled.pk}"' in html
 
 
+def test_the_cheat_is_written_on_the_grading_queue_after_the_request_and_then_graded(author_client, demo, endpoint, fake_llm, eager,
+                                                                                     django_capture_on_commit_callbacks):
+    url = reverse("task-probes", args=[demo.task.pk])
+    fake_llm.reset()
+    fake_llm.script(Reply(structured={"answers": ["The price is 12, as the rubric asks."]}))
+    with django_capture_on_commit_callbacks(execute=True) as sent:
+        response = author_client.post(url, {"judge_endpoint": endpoint.pk, "cheat_endpoint": endpoint.pk}, **HX)
+        asked_before_the_answer = len(fake_llm.requests)  # (the commit's callbacks, the job's sending, run after this block)
+    html = response.content.decode()
+    assert response.status_code == 200 and asked_before_the_answer == 0
+    assert "Writing a cheat answer with the model…" in html and 'hx-trigger="every 2s"' in html and "Model-written cheat" not in html
+    assert any(getattr(c, "__qualname__", "").startswith("probe_run_start") for c in sent)
+    # The job ran (eagerly, once committed): the cheat is written and queued for grading like the other probes.
+    run = ProbeRun.objects.get(env_task=demo.task)
+    assert (run.status, len(fake_llm.requests), run.answers.filter(kind="model_cheat").count()) == ("ready", 1, 1)
+    polled = author_client.get(url, **HX).content.decode()
+    assert "Writing a cheat answer" not in polled and "Model-written cheat 1" in polled
+    run_pending_grades()
+    done = author_client.get(url, **HX).content.decode()
+    assert "every 2s" not in done and "3 flagged" in done  # the cheat mentions 12 and the price: it fools both criteria
+    cheat = run.answers.get(kind="model_cheat")
+    assert f'<tr id="q-probe-{cheat.pk}" class="q-flagged">' in done
+    # A second message for the same run is a no-op: no model call, no second cheat.
+    from verification.tasks import probe_run_write_cheats
+
+    probe_run_write_cheats.delay(run.pk)
+    assert (len(fake_llm.requests), run.answers.count()) == (1, 8)
+
+
+def test_a_failed_cheat_shows_its_reason_and_stops_polling(author_client, demo, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    from verification.services import probe_run_write_cheats
+
+    url = reverse("task-probes", args=[demo.task.pk])
+    fake_llm.script(*[Reply(status=400, content="no such model")] * 4)
+    author_client.post(url, {"judge_endpoint": endpoint.pk, "cheat_endpoint": endpoint.pk}, **HX)
+    probe_run_write_cheats(probe_run_id=ProbeRun.objects.get(env_task=demo.task).pk)
+    run_pending_grades()
+    html = author_client.get(url, **HX).content.decode()
+    assert "every 2s" not in html and "Writing a cheat answer" not in html
+    assert re.search(r'id="q-probe-cheats-failed">No model-written cheat in this run: The cheat-writing model failed: ', html)
+
+
 def test_probe_answers_written_by_a_model_are_escaped(author_client, demo, endpoint, fake_llm):
+    from verification.services import probe_run_write_cheats
+
     fake_llm.script(Reply(structured={"answers": [NASTY + " price 12"]}))
     response = author_client.post(reverse("task-probes", args=[demo.task.pk]), {"judge_endpoint": endpoint.pk, "cheat_endpoint": endpoint.pk}, **HX)
+    probe_run_write_cheats(probe_run_id=ProbeRun.objects.get(env_task=demo.task).pk)
     run_pending_grades()
     html = author_client.get(reverse("task-probes", args=[demo.task.pk]), **HX).content.decode()
     assert response.status_code == 200 and "Model-written cheat 1" in html
@@ -321,7 +366,7 @@ def test_probes_without_a_judge_model_are_refused(author_client, demo):
 
 # --- The batch quality page ---------------------------------------------------------------------------------
 
-def test_quality_page_lists_every_grade_with_its_verdicts(author_client, demo):
+def test_the_grades_page_lists_every_grade_with_its_verdicts(author_client, demo):
     html = author_client.get(reverse("batch-quality", args=[demo.batch.pk])).content.decode()
     assert "Grades under rubric version 1" in html and html.count('class="q-rollout"') == 4
     assert re.findall(r"<strong>(\d\.\d\d)</strong> <span class=\"small muted\">", html) == ["1.00", "1.00", "1.00", "0.83"]

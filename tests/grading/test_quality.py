@@ -1,15 +1,18 @@
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from authoring import services as authoring_services
 from core.exceptions import ApplicationError
 from rollouts import services as rollout_services
 from rollouts.agent import rollout_execute
 from rollouts.grading.services import grade_execute
-from rollouts.models import Grade, GradeStatus, Rollout, RolloutStatus
-from rollouts.probes import probe_results, probe_run_start
-from rollouts.quality import criterion_agreement, difficulty, expert_verdict_set, ranking_agreement, ranking_set
+from rollouts.models import Grade, GradeStatus, ProbeRun, ProbeRunStatus, Rollout, RolloutStatus
 from tests import factories
 from tests.fake_llm import Reply
+from verification.selectors import criterion_agreement, difficulty, probe_results, ranking_agreement
+from verification.services import expert_verdict_set, probe_run_start, probe_run_write_cheats, probe_runs_recover, ranking_set
 
 
 def rubric_task(team, world, criteria):
@@ -55,10 +58,58 @@ def test_model_written_cheats_join_the_suite(team, world, endpoint, fake_llm, dj
     fake_llm.script(Reply(structured={"answers": ["Roughly 12 or so.", "See attached."]}))
     with django_capture_on_commit_callbacks(execute=False):
         run = probe_run_start(env_task=env_task, user=team.author, judge_endpoint=endpoint, cheat_endpoint=endpoint)
+        assert not fake_llm.requests and run.status == ProbeRunStatus.QUEUED  # the model is asked by the job, not here
+        probe_run_write_cheats(probe_run_id=run.pk)
     for grade in Grade.objects.filter(probe__run=run):
         grade_execute(grade_id=grade.pk)
     cheats = [row for row in probe_results(run=run) if row["probe"].kind == "model_cheat"]
     assert [row["flagged"] for row in cheats] == [True, False]
+    run.refresh_from_db()
+    assert (run.status, run.attempts, run.error) == (ProbeRunStatus.READY, 1, "")
+
+
+def test_writing_the_cheats_twice_writes_them_once(team, world, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    env_task = rubric_task(team, world, [("Mentions the number 12", 5, {"check": "contains", "value": "12"})])
+    fake_llm.script(Reply(structured={"answers": ["Roughly 12 or so."]}), Reply(structured={"answers": ["Another one."]}))
+    with django_capture_on_commit_callbacks(execute=False) as queued:
+        run = probe_run_start(env_task=env_task, user=team.author, judge_endpoint=endpoint, cheat_endpoint=endpoint)
+    # The seven built-in probes' grades and the cheat-writing job are sent once the run is committed.
+    assert [c.__qualname__.split(".")[0] for c in queued] == ["grade_request"] * 7 + ["probe_run_start"]
+    with django_capture_on_commit_callbacks(execute=False) as graded:
+        probe_run_write_cheats(probe_run_id=run.pk)
+        probe_run_write_cheats(probe_run_id=run.pk)  # a second message: the claim finds the run ready and does nothing
+    assert len(fake_llm.requests) == 1 and len(graded) == 1
+    assert list(run.answers.filter(kind="model_cheat").values_list("answer", flat=True)) == ["Roughly 12 or so."]
+    assert Grade.objects.filter(probe__run=run).count() == 8
+
+
+def test_a_cheat_model_that_fails_fails_the_cheats_with_a_reason_and_the_rest_is_graded(team, world, endpoint, fake_llm,
+                                                                                           django_capture_on_commit_callbacks):
+    env_task = rubric_task(team, world, [("Mentions the number 12", 5, {"check": "contains", "value": "12"})])
+    fake_llm.script(*[Reply(status=400, content="model not found")] * 4)
+    with django_capture_on_commit_callbacks(execute=False):
+        run = probe_run_start(env_task=env_task, user=team.author, judge_endpoint=endpoint, cheat_endpoint=endpoint)
+        probe_run_write_cheats(probe_run_id=run.pk)
+    run.refresh_from_db()
+    assert run.status == ProbeRunStatus.FAILED and run.error.startswith("The cheat-writing model failed: ")
+    assert not run.answers.filter(kind="model_cheat").exists() and Grade.objects.filter(probe__run=run).count() == 7
+    requests = len(fake_llm.requests)
+    probe_run_write_cheats(probe_run_id=run.pk)
+    assert len(fake_llm.requests) == requests  # a failed run is not tried again
+
+
+def test_a_cheat_job_lost_with_its_worker_is_sent_again(team, world, endpoint, fake_llm, django_capture_on_commit_callbacks, eager):
+    env_task = rubric_task(team, world, [("Mentions the number 12", 5, {"check": "contains", "value": "12"})])
+    fake_llm.script(Reply(structured={"answers": ["Roughly 12 or so."]}))
+    with django_capture_on_commit_callbacks(execute=False):
+        run = probe_run_start(env_task=env_task, user=team.author, judge_endpoint=endpoint, cheat_endpoint=endpoint)
+    # Its worker took it and died: the heartbeat is stale.
+    ProbeRun.objects.filter(pk=run.pk).update(status=ProbeRunStatus.WRITING, attempts=1, heartbeat_at=timezone.now() - timedelta(hours=1))
+    with django_capture_on_commit_callbacks(execute=False):
+        assert probe_runs_recover(queued_for=None) == 1
+    run.refresh_from_db()
+    assert (run.status, run.attempts, run.answers.filter(kind="model_cheat").count()) == (ProbeRunStatus.READY, 2, 1)
+    assert probe_runs_recover(queued_for=None) == 0
 
 
 @pytest.fixture
@@ -125,3 +176,10 @@ def test_a_reviewer_may_judge_but_the_criterion_must_be_this_tasks(graded_batch,
     other = factories.env_task(world, team.author, title="Other")
     with pytest.raises(ApplicationError, match="another task"):
         expert_verdict_set(rollout=graded_batch.rollouts.first(), criterion=other.rubric_versions.get().criteria.first(), user=team.reviewer, met=True)
+
+
+def test_the_cheat_job_runs_on_the_grading_queue():
+    from config.celery import app
+    from verification.tasks import probe_run_write_cheats
+
+    assert app.amqp.router.route({}, probe_run_write_cheats.name, (1,), {})["queue"].name == "grading"

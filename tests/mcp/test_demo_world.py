@@ -10,10 +10,12 @@ from django.core.management import call_command
 
 from accounts.models import User
 from authoring.models import Document, World
-from packs.management.commands.seed_demo import WORLD_TITLE
+from demo.content import demo_content_load
 from tests.mcp.conftest import in_session, text_of, token_for
 from workspace.selectors import overlay_diff
 from workspace.services import overlay_create
+
+WORLD_TITLE = demo_content_load().world_title
 
 MSA_EMAIL = "Mail/2026-02-26 RE Lighthouse — Northwind MSA"
 ANSWER = "# Change-of-control risks\n\n1. Northwind MSA, clause 14.2.\n2. Harbour Bank facility, clause 22.4.\n"

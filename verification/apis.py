@@ -15,12 +15,12 @@ from authoring import services as authoring_services
 from authoring.apis.common import EDIT_ERRORS, usable_endpoint
 from authoring.selectors import env_task_get_for_user, rubric_version_get_for_user
 from core.apis import ERRORS, ID_PARAMETER, ApiView, InvalidRequest, RevisionedSerializer, id_field, text_field, username_field
-from rollouts import selectors
+from rollouts import selectors as rollout_selectors
 from rollouts.grading.services import batch_regrade
-from rollouts.models import GradeStatus, RolloutBatch, Verdict
-from rollouts.probes import FLAG_SCORE, probe_run_start
-from rollouts.quality import expert_verdict_set, ranking_agreement, ranking_set
-from rollouts.quality_views import reads
+from rollouts.models import GradeStatus, ProbeRunStatus, RolloutBatch, Verdict
+from verification import selectors
+from verification.selectors import FLAG_SCORE, ranking_agreement
+from verification.services import expert_verdict_set, probe_run_start, ranking_set
 
 RUBRIC_PARAMETER = OpenApiParameter(
     "rubric", OpenApiTypes.INT, description="A rubric version number; by default the newest version that graded the batch."
@@ -172,7 +172,11 @@ class ProbeRunSerializer(serializers.Serializer):
     rubric_version = RubricRefSerializer(source="run.rubric_version")
     created_by = username_field("run.created_by")
     created_at = serializers.DateTimeField(source="run.created_at")
-    pending = serializers.IntegerField()
+    status = serializers.ChoiceField(source="run.status", choices=ProbeRunStatus.choices,
+                                     help_text="queued / writing: the cheat model is still to write its cheats (they join `probes` when written); "
+                                     "ready: every probe is queued for grading; failed: the cheats could not be written (see `error`), the built-in probes are graded.")
+    error = serializers.CharField(source="run.error", help_text="Why the cheats could not be written.")
+    pending = serializers.IntegerField(help_text="Probes whose grade is still waiting for the grader.")
     flagged = serializers.IntegerField()
     probes = ProbeSerializer(many=True)
 
@@ -201,18 +205,18 @@ class QualityApiView(ApiView):
                                  f"{', '.join(sorted({'format', *self.query_filters}))}.")
 
     def batch(self, pk: int) -> RolloutBatch:
-        return selectors.batch_get_for_user(user=self.request.user, pk=pk)
+        return rollout_selectors.batch_get_for_user(user=self.request.user, pk=pk)
 
     def rubric(self, batch: RolloutBatch):
         number = self.int_param("rubric")
-        rubric, versions = reads.grading_rubric(batch=batch, number=number)
+        rubric, versions = selectors.grading_rubric(batch=batch, number=number)
         if number and rubric.number != number:
             raise InvalidRequest(f"Rubric version {number} has not graded this batch; these have: {', '.join(str(v.number) for v in versions) or 'none'}.")
         return rubric, versions
 
 
 def _probe_run_data(run) -> dict:
-    rows = reads.probe_rows(run=run, current=[])
+    rows = selectors.probe_rows(run=run, current=[])
     return ProbeRunSerializer({
         "run": run, "probes": rows, "pending": sum(1 for r in rows if r["pending"]), "flagged": sum(1 for r in rows if r["flagged"]),
     }).data
@@ -228,7 +232,7 @@ class BatchGradesApi(QualityApiView):
     def get(self, request: Request, pk: int) -> Response:
         batch = self.batch(pk)
         rubric, versions = self.rubric(batch)
-        rows = reads.grade_rows(batch=batch, rubric=rubric, user=request.user)
+        rows = selectors.grade_rows(batch=batch, rubric=rubric, user=request.user)
         return Response(BatchGradesSerializer({
             "batch": batch.pk, "rubric_version": rubric, "graded_versions": [v.number for v in versions], "grades": rows,
         }).data)
@@ -244,8 +248,8 @@ class ExpertVerdictApi(QualityApiView):
     def post(self, request: Request, pk: int) -> Response:
         batch = self.batch(pk)
         data = self.valid_data(ExpertVerdictRequestSerializer)
-        rollout = reads.batch_rollout(batch=batch, pk=data["rollout"])
-        criterion = reads.task_criterion(env_task_id=batch.env_task_id, pk=data["criterion"])
+        rollout = selectors.batch_rollout(batch=batch, pk=data["rollout"])
+        criterion = selectors.task_criterion(env_task_id=batch.env_task_id, pk=data["criterion"])
         saved = expert_verdict_set(rollout=rollout, criterion=criterion, user=request.user, met=data["met"], note=data["note"])
         judge = Verdict.objects.filter(grade__rollout=rollout, criterion=criterion).values_list("met", flat=True).first()
         return Response(ExpertVerdictSerializer({"rollout": rollout.pk, "criterion": criterion.pk, "met": saved.met if saved else None,
@@ -260,7 +264,7 @@ class BatchAgreementApi(QualityApiView):
     def get(self, request: Request, pk: int) -> Response:
         rubric, _ = self.rubric(self.batch(pk))
         rows = []
-        for row in reads.agreement_rows(rubric=rubric):
+        for row in selectors.agreement_rows(rubric=rubric):
             counts = row["confusion"] or {"tp": 0, "fp": 0, "fn": 0, "tn": 0, "precision": None, "recall": None, "f1": None}
             rows.append({"criterion": row["criterion"].pk, "text": row["criterion"].text, "graded": row["graded"], "expert_marks": row["expert_marks"],
                          **{k: counts[k] for k in ("tp", "fp", "fn", "tn")},
@@ -273,7 +277,7 @@ class BatchRankingApi(QualityApiView):
     query_filters = ("rubric",)
 
     def _data(self, batch: RolloutBatch, rubric) -> dict:
-        items, saved = reads.ranking_items(batch=batch, user=self.request.user)
+        items, saved = selectors.ranking_items(batch=batch, user=self.request.user)
         agreement = ranking_agreement(batch=batch, user=self.request.user, rubric_version=rubric) if saved else None
         if agreement:
             agreement = {**agreement, "points": [{"rollout": pk, "score": score, "rank": rank} for pk, score, rank in agreement["points"]]}
@@ -310,7 +314,7 @@ class BatchRegradeApi(QualityApiView):
         data = self.valid_data(RegradeRequestSerializer)
         rubric = rubric_version_get_for_user(user=request.user, pk=data["rubric_version"]) if data.get("rubric_version") else None
         grades = batch_regrade(batch=batch, user=request.user, rubric_version=rubric)
-        rubric = grades[0].rubric_version if grades else (rubric or reads.grading_rubric(batch=batch)[0])
+        rubric = grades[0].rubric_version if grades else (rubric or selectors.grading_rubric(batch=batch)[0])
         pending = sum(1 for g in grades if g.status in (GradeStatus.QUEUED, GradeStatus.RUNNING))
         return Response(RegradeSerializer({"rubric_version": rubric, "grades": len(grades), "pending": pending}).data, status=status.HTTP_202_ACCEPTED)
 
@@ -323,7 +327,7 @@ class BatchDifficultyApi(QualityApiView):
     def get(self, request: Request, pk: int) -> Response:
         batch = self.batch(pk)
         rubric = self.rubric(batch)[0]
-        result = reads.batch_difficulty(batch=batch, rubric=rubric)
+        result = selectors.batch_difficulty(batch=batch, rubric=rubric)
         return Response(DifficultySerializer({
             "batch": batch.pk, "rubric_version": rubric, "n": result["n"], "c": result["c"], "pending": result["pending"],
             "pass_at_k": {str(k): value for k, value in result["curve"]}, "band": result["band"],
@@ -336,8 +340,9 @@ class BatchDifficultyApi(QualityApiView):
 class ProbeRunListApi(QualityApiView):
     @extend_schema(
         summary="Run the reward-hacking probes against the task's current rubric",
-        description="Authors only. The built-in adversarial answers (and, with `cheat_endpoint`, cheats a model writes) are graded "
-        "like rollouts on the grading queue; poll the run until `pending` is 0.",
+        description="Authors only. The built-in adversarial answers are graded like rollouts on the grading queue. With `cheat_endpoint`, "
+        "a model writes cheats aimed at the rubric, on the same queue, after this answers; they are graded once written. "
+        "Poll the run until `status` is `ready` or `failed` and `pending` is 0.",
         request=ProbeRunRequestSerializer, responses={201: ProbeRunSerializer, **ERRORS},
     )
     def post(self, request: Request, pk: int) -> Response:
@@ -353,7 +358,7 @@ class ProbeRunListApi(QualityApiView):
 class ProbeRunDetailApi(QualityApiView):
     @extend_schema(summary="A probe run: each probe's grade, and the criteria a flagged probe fooled", responses={200: ProbeRunSerializer, **ERRORS})
     def get(self, request: Request, pk: int) -> Response:
-        return Response(_probe_run_data(reads.probe_run_get_for_user(user=request.user, pk=pk)))
+        return Response(_probe_run_data(selectors.probe_run_get_for_user(user=request.user, pk=pk)))
 
 
 @extend_schema(parameters=[ID_PARAMETER])

@@ -1,26 +1,126 @@
-"""Reads behind the verifier panel, the batch quality page and their API. Objects are
-reached through the access-scoped selectors (404 outside your projects); what is here
-assembles them into plain rows for the templates and serializers. Writes go through the
-services (rollouts.quality, rollouts.probes, rollouts.grading.services,
-authoring.services.rubric_settings_update)."""
+"""Reads of the verifier-quality tools: how far the verifier can be trusted (judge vs
+expert verdicts, rubric vs expert ranking, judge stability, difficulty as pass@k, the
+reward-hacking probes), and the rows the Verifier panel, the batch quality page and their
+API show. Objects are reached through the access-scoped selectors (404 outside your
+projects); what is here assembles them into plain rows. Writes are in
+verification.services, rollouts.grading.services and authoring.services."""
 
 import math
 from statistics import mean
 
-from django.db.models import Prefetch
+from django.db.models import F, Prefetch, Sum
 from django.shortcuts import get_object_or_404
 
 from accounts.selectors import project_list_for_user
 from authoring.models import Criterion, EnvTask, GraderKind, RubricVersion
 from authoring.selectors import rubric_version_current
-from rollouts import selectors
+from rollouts import selectors as rollout_selectors
 from rollouts.grading.attempt import Attempt, attempt_of_rollout
 from rollouts.grading.judge import SEES, judge_messages
-from rollouts.models import ExpertVerdict, Grade, GradeStatus, ProbeRun, Ranking, Rollout, RolloutBatch, RolloutStatus, Verdict
-from rollouts.probes import probe_results
-from rollouts.quality import criterion_agreement, difficulty
+from rollouts.models import (
+    ExpertVerdict,
+    Grade,
+    GradeStatus,
+    ProbeRun,
+    ProbeRunStatus,
+    Ranking,
+    Rollout,
+    RolloutBatch,
+    RolloutStatus,
+    Verdict,
+)
+from verification import metrics
 
 PENDING = (GradeStatus.QUEUED, GradeStatus.RUNNING)
+CHEATS_PENDING = (ProbeRunStatus.QUEUED, ProbeRunStatus.WRITING)
+LOW_AGREEMENT = 0.3
+KS = (1, 2, 4, 8, 16)
+FLAG_SCORE = 0.5
+
+
+# --- How far the verifier can be trusted -------------------------------------------------------
+
+def criterion_agreement(*, rubric_version: RubricVersion) -> list[dict]:
+    """Per criterion: judge vs expert confusion counts, precision, recall, F1, and how often
+    the judge's own samples disagree."""
+    verdicts = Verdict.objects.filter(grade__rubric_version=rubric_version, grade__status=GradeStatus.GRADED, grade__rollout__isnull=False).values(
+        "criterion_id", "grade__rollout_id", "met", "disagreement"
+    )
+    expert = {(e["criterion_id"], e["rollout_id"]): e["met"] for e in ExpertVerdict.objects.filter(criterion__rubric_version=rubric_version).values("criterion_id", "rollout_id", "met")}
+    rows = []
+    for criterion in rubric_version.criteria.all():
+        mine = [v for v in verdicts if v["criterion_id"] == criterion.pk]
+        pairs = [(v["met"], expert[(criterion.pk, v["grade__rollout_id"])]) for v in mine if (criterion.pk, v["grade__rollout_id"]) in expert]
+        # Where the expert said nothing, they agree with the judge (they only mark disagreements).
+        judged = [v["met"] for v in mine]
+        agreed = [(v["met"], expert.get((criterion.pk, v["grade__rollout_id"]), v["met"])) for v in mine]
+        counts = metrics.confusion([j for j, _ in agreed], [e for _, e in agreed]) if agreed else None
+        rows.append({
+            "criterion": criterion, "graded": len(judged), "expert_marks": len(pairs), "confusion": counts,
+            "stability": 1 - (sum(v["disagreement"] for v in mine) / len(mine)) if mine else None,
+        })
+    return rows
+
+
+def ranking_agreement(*, batch: RolloutBatch, user, rubric_version: RubricVersion | None = None) -> dict | None:
+    ranking = Ranking.objects.filter(batch=batch, expert=user).first()
+    if ranking is None:
+        return None
+    rubric = rubric_version or batch.rubric_version
+    scores = dict(Grade.objects.filter(rollout__batch=batch, rubric_version=rubric, status=GradeStatus.GRADED).values_list("rollout_id", "score"))
+    ranked = [pk for pk in ranking.order if pk in scores]
+    if len(ranked) < 3:
+        return {"points": [], "tau": None, "rho": None, "warning": "Rank at least three graded trajectories to compare."}
+    expert_score = [len(ranked) - i for i in range(len(ranked))]  # best first → highest
+    rubric_scores = [scores[pk] for pk in ranked]
+    tau, rho = metrics.kendall_tau_b(rubric_scores, expert_score), metrics.spearman_rho(rubric_scores, expert_score)
+    warning = ""
+    if math.isnan(tau):
+        warning = "The rubric gives every ranked trajectory the same score: it cannot tell them apart."
+    elif tau < LOW_AGREEMENT:
+        warning = f"Low agreement (tau {tau:.2f}): the rubric does not order these trajectories the way you do."
+    return {"points": list(zip(ranked, rubric_scores, range(1, len(ranked) + 1), strict=True)), "tau": None if math.isnan(tau) else tau,
+            "rho": None if math.isnan(rho) else rho, "warning": warning}
+
+
+def difficulty(*, batch: RolloutBatch, rubric_version: RubricVersion | None = None) -> dict:
+    """pass@k over the batch's finished rollouts (failed ones count as not passed)."""
+    rubric = rubric_version or batch.rubric_version
+    finished = batch.rollouts.filter(status__in=[RolloutStatus.COMPLETED, RolloutStatus.FAILED]).count()
+    passed = Grade.objects.filter(rollout__batch=batch, rubric_version=rubric, status=GradeStatus.GRADED, passed=True).count()
+    curve = [(k, metrics.pass_at_k(finished, passed, k)) for k in KS if k <= finished]
+    band = metrics.difficulty_band(curve[0][1], curve[-1][1]) if curve else ""
+    return {"n": finished, "c": passed, "curve": curve, "band": band}
+
+
+def task_measurements(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], tuple[dict | None, float | None]]:
+    """What a pack's manifest says of each (task, rubric version): the difficulty measured
+    by the task's latest batch graded on that rubric version (None when there is none),
+    and the model cost of all the task's trial rollouts in USD (None when it never ran
+    any). A few queries for the whole list, whatever its length (plus two per measured
+    batch). For a build, not a page: no access rule."""
+    task_ids = {task for task, _ in pairs}
+    spent = dict(Rollout.objects.filter(batch__env_task_id__in=task_ids).values_list("batch__env_task_id")
+                 .annotate(total=Sum("cost")).values_list("batch__env_task_id", "total"))
+    latest: dict[tuple[int, int], int] = {}
+    graded = (RolloutBatch.objects.filter(env_task_id__in=task_ids, rubric_version_id__in={rubric for _, rubric in pairs},
+                                          rollouts__grades__rubric_version_id=F("rubric_version_id"), rollouts__grades__status=GradeStatus.GRADED)
+              .order_by("-created_at", "-id").values_list("pk", "env_task_id", "rubric_version_id").distinct())
+    for batch_id, task, rubric in graded:
+        latest.setdefault((task, rubric), batch_id)
+    batches = RolloutBatch.objects.in_bulk([latest[p] for p in pairs if p in latest])
+    found = {}
+    for task, rubric in pairs:
+        cost = None if spent.get(task) is None else float(spent[task])
+        measured = difficulty(batch=batches[latest[(task, rubric)]]) if (task, rubric) in latest else None
+        if not measured or not measured["curve"]:
+            found[(task, rubric)] = (None, cost)
+            continue
+        k, top = measured["curve"][-1]
+        found[(task, rubric)] = ({"batch_id": latest[(task, rubric)], "n": measured["n"], "c": measured["c"],
+                                  "pass_at_1": measured["curve"][0][1], "k": k, "pass_at_k": top, "band": measured["band"]}, cost)
+    return found
+
 
 
 # --- Access ------------------------------------------------------------------------------
@@ -31,11 +131,11 @@ def probe_run_get_for_user(*, user, pk: int) -> ProbeRun:
 
 
 def probe_run_latest(*, env_task: EnvTask) -> ProbeRun | None:
-    return env_task.probe_runs.select_related("rubric_version", "created_by").first()
+    return env_task.probe_runs.select_related("rubric_version", "created_by", "cheat_endpoint").first()
 
 
 def batch_latest_for_task(*, user, env_task: EnvTask) -> RolloutBatch | None:
-    return selectors.batch_list_for_task(user=user, env_task=env_task).first()
+    return rollout_selectors.batch_list_for_task(user=user, env_task=env_task).first()
 
 
 def batch_rollout(*, batch: RolloutBatch, pk: int) -> Rollout:
@@ -214,6 +314,24 @@ def judge_prompt(*, env_task: EnvTask, criterion: Criterion, batch: RolloutBatch
     messages = judge_messages(criterion_text=criterion.text, points=criterion.points, attempt=attempt, sees=sees)
     return {"criterion": criterion, "messages": messages, "rollout": rollout, "sees": sees,
             "is_check": criterion.grader_kind == GraderKind.CHECK}
+
+
+def probe_results(*, run: ProbeRun) -> list[dict]:
+    """Each probe with its grade and, when flagged, the criteria it fooled."""
+    rows = []
+    for probe in run.answers.prefetch_related("grades__verdicts__criterion"):
+        grade = next(iter(probe.grades.all()), None)
+        fooled = []
+        if grade is not None and grade.status == GradeStatus.GRADED:
+            fooled = [v.criterion for v in grade.verdicts.all() if v.met and v.criterion.points > 0]
+        flagged = bool(grade and grade.status == GradeStatus.GRADED and (grade.passed or (grade.score or 0) >= FLAG_SCORE))
+        rows.append({"probe": probe, "grade": grade, "flagged": flagged, "fooled": fooled if flagged else []})
+    return rows
+
+
+def probe_cheats_pending(run: ProbeRun) -> bool:
+    """The run's cheat model is still to write (or writing) its cheats."""
+    return run.status in CHEATS_PENDING
 
 
 def probe_rows(*, run: ProbeRun, current: list[Criterion]) -> list[dict]:

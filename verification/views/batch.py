@@ -13,15 +13,17 @@ from accounts.selectors import membership_get
 from authoring.selectors import rubric_version_current
 from core.exceptions import ApplicationError
 from core.views import UNPROCESSABLE, render_error
-from rollouts import selectors
+from rollouts import selectors as rollout_selectors
 from rollouts.grading.services import batch_regrade
 from rollouts.models import ExpertVerdict, GradeStatus, RolloutBatch, Verdict
-from rollouts.quality import LOW_AGREEMENT, expert_verdict_set, ranking_agreement, ranking_set
-from rollouts.quality_forms import ExpertVerdictForm, QualityQueryForm, RankingForm
-from rollouts.quality_views import plots, reads
-from rollouts.quality_views.common import form_error, with_trigger
+from verification import selectors
+from verification.forms import ExpertVerdictForm, QualityQueryForm, RankingForm
+from verification.selectors import LOW_AGREEMENT, ranking_agreement
+from verification.services import expert_verdict_set, ranking_set
+from verification.views import plots
+from verification.views.common import form_error, with_trigger
 
-PAGE = "rollouts/quality/batch_quality.html"
+PAGE = "verification/batch_quality.html"
 
 
 def _roles(request: HttpRequest, batch: RolloutBatch) -> dict:
@@ -30,20 +32,20 @@ def _roles(request: HttpRequest, batch: RolloutBatch) -> dict:
 
 
 def _grading_context(request: HttpRequest, batch: RolloutBatch, rubric_number: int | None = None, vs_number: int | None = None) -> dict:
-    rubric, versions = reads.grading_rubric(batch=batch, number=rubric_number)
-    rows = reads.grade_rows(batch=batch, rubric=rubric, user=request.user)
-    previous = reads.previous_version(versions, rubric, vs_number)
+    rubric, versions = selectors.grading_rubric(batch=batch, number=rubric_number)
+    rows = selectors.grade_rows(batch=batch, rubric=rubric, user=request.user)
+    previous = selectors.previous_version(versions, rubric, vs_number)
     current = rubric_version_current(env_task=batch.env_task)
-    result = reads.batch_difficulty(batch=batch, rubric=rubric)
+    result = selectors.batch_difficulty(batch=batch, rubric=rubric)
     return {
         "batch": batch,
         "rubric": rubric,
         "versions": versions,
         "grade_rows": rows,
-        "summary": reads.grade_summary([r["grade"] for r in rows], rollouts=len(rows)),
+        "summary": selectors.grade_summary([r["grade"] for r in rows], rollouts=len(rows)),
         "difficulty": result,
         "pass1": result["curve"][0][1] if result["curve"] else None,
-        "changes": reads.grade_changes(batch=batch, old=previous, new=rubric) if previous else None,
+        "changes": selectors.grade_changes(batch=batch, old=previous, new=rubric) if previous else None,
         "current_rubric": current,
         "can_regrade_to": current if current and current.pk not in {v.pk for v in versions} and current.criteria.exists() else None,
         "grades_pending": any(r["pending"] for r in rows),
@@ -52,13 +54,13 @@ def _grading_context(request: HttpRequest, batch: RolloutBatch, rubric_number: i
 
 
 def _agreement_context(request: HttpRequest, batch: RolloutBatch, rubric_number: int | None = None) -> dict:
-    rubric, _ = reads.grading_rubric(batch=batch, number=rubric_number)
-    return {"batch": batch, "rubric": rubric, "agreement_rows": reads.agreement_rows(rubric=rubric)}
+    rubric, _ = selectors.grading_rubric(batch=batch, number=rubric_number)
+    return {"batch": batch, "rubric": rubric, "agreement_rows": selectors.agreement_rows(rubric=rubric)}
 
 
 def _ranking_context(request: HttpRequest, batch: RolloutBatch, rubric_number: int | None = None) -> dict:
-    rubric, _ = reads.grading_rubric(batch=batch, number=rubric_number)
-    items, saved = reads.ranking_items(batch=batch, user=request.user)
+    rubric, _ = selectors.grading_rubric(batch=batch, number=rubric_number)
+    items, saved = selectors.ranking_items(batch=batch, user=request.user)
     agreement = ranking_agreement(batch=batch, user=request.user, rubric_version=rubric) if saved else None
     labels = {r.pk: f"Rollout {r.index + 1}" for r in items}
     return {
@@ -86,7 +88,7 @@ def _page_context(request: HttpRequest, batch: RolloutBatch, rubric_number: int 
 
 
 def _batch(request: HttpRequest, pk: int) -> RolloutBatch:
-    batch = selectors.batch_get_for_user(user=request.user, pk=pk)
+    batch = rollout_selectors.batch_get_for_user(user=request.user, pk=pk)
     return RolloutBatch.objects.select_related("env_task__world__project", "rubric_version").get(pk=batch.pk)
 
 
@@ -128,8 +130,8 @@ def batch_expert_verdict(request: HttpRequest, pk: int) -> HttpResponse:
     rubric_number = QualityQueryForm(request.POST).value("rubric")
     if not form.is_valid():
         return render_error(request, "_error.html", {}, form_error(form))
-    rollout = reads.batch_rollout(batch=batch, pk=form.cleaned_data["rollout"])
-    criterion = reads.task_criterion(env_task_id=batch.env_task_id, pk=form.cleaned_data["criterion"])
+    rollout = selectors.batch_rollout(batch=batch, pk=form.cleaned_data["rollout"])
+    criterion = selectors.task_criterion(env_task_id=batch.env_task_id, pk=form.cleaned_data["criterion"])
     verdict = Verdict.objects.filter(grade__rollout=rollout, criterion=criterion).select_related("grade").first()
     mine = ExpertVerdict.objects.filter(rollout=rollout, criterion=criterion, expert=request.user).first()
     cell = {"criterion": criterion, "verdict": verdict, "expert": mine.met if mine else None}

@@ -1,6 +1,6 @@
 """HTML views of the verifier's quality tools: the Verifier panel of the task page
-(panel.py) and the batch quality page (batch.py). reads.py assembles what they and the
-API (rollouts/quality_apis.py) show; plots.py lays out the inline-SVG plots.
+(panel.py) and the batch quality page (batch.py). verification.selectors assembles what
+they and the API (verification.apis) show; plots.py lays out the inline-SVG plots.
 
 Who may do what (the services enforce it; tests/test_permission_matrix.py checks it):
 every member of the project reads the panel and the quality page; authors and reviewers
@@ -8,8 +8,8 @@ set expert verdicts and rankings (each their own); only authors (and admins) cha
 rubric's grading settings, run probes (they spend model calls) and regrade. Outsiders get
 404, anonymous visitors the sign-in page."""
 
-from rollouts.quality_views.batch import batch_expert_verdict, batch_quality, batch_ranking, batch_regrade_view
-from rollouts.quality_views.panel import task_judge_prompt, task_probes, task_rubric_settings, task_verifier
+from verification.views.batch import batch_expert_verdict, batch_quality, batch_ranking, batch_regrade_view
+from verification.views.panel import task_judge_prompt, task_probes, task_rubric_settings, task_verifier
 
 __all__ = [
     "batch_expert_verdict",

@@ -18,12 +18,14 @@ from authoring.selectors import env_task_get_for_user, rubric_version_current
 from core.exceptions import ApplicationError
 from core.views import render_error
 from llm.selectors import endpoint_list_usable
-from rollouts.probes import FLAG_SCORE, probe_run_start
-from rollouts.quality_forms import ProbeRunForm, QualityQueryForm, RubricSettingsForm
-from rollouts.quality_views import plots, reads
-from rollouts.quality_views.common import form_error, with_trigger
+from verification import selectors
+from verification.forms import ProbeRunForm, QualityQueryForm, RubricSettingsForm
+from verification.selectors import FLAG_SCORE
+from verification.services import probe_run_start
+from verification.views import plots
+from verification.views.common import form_error, with_trigger
 
-PANEL = "rollouts/quality/task_verifier.html"
+PANEL = "verification/task_verifier.html"
 
 
 def _roles(request: HttpRequest, env_task: EnvTask) -> dict:
@@ -34,12 +36,12 @@ def _roles(request: HttpRequest, env_task: EnvTask) -> dict:
 
 
 def _difficulty_context(request: HttpRequest, env_task: EnvTask) -> dict:
-    batch = reads.batch_latest_for_task(user=request.user, env_task=env_task)
+    batch = selectors.batch_latest_for_task(user=request.user, env_task=env_task)
     context = {"env_task": env_task, "batch": batch, **_roles(request, env_task)}
     if batch is None:
         return context
-    rubric, _ = reads.grading_rubric(batch=batch)
-    result = reads.batch_difficulty(batch=batch, rubric=rubric)
+    rubric, _ = selectors.grading_rubric(batch=batch)
+    result = selectors.batch_difficulty(batch=batch, rubric=rubric)
     current = rubric_version_current(env_task=env_task)
     unfinished = batch.rollouts.filter(status__in=["queued", "running"]).exists()
     return {
@@ -48,7 +50,7 @@ def _difficulty_context(request: HttpRequest, env_task: EnvTask) -> dict:
         "difficulty": result,
         "pass1": result["curve"][0][1] if result["curve"] else None,
         "curve_plot": plots.pass_at_k_plot(result["curve"]) if result["curve"] else None,
-        "histogram": plots.histogram_plot(reads.batch_scores(batch=batch, rubric=rubric), threshold=None if rubric.all_must_pass else rubric.pass_threshold),
+        "histogram": plots.histogram_plot(selectors.batch_scores(batch=batch, rubric=rubric), threshold=None if rubric.all_must_pass else rubric.pass_threshold),
         "current_rubric": current,
         "rubric_is_stale": current is not None and current.pk != rubric.pk and current.criteria.exists(),
         "keep_polling": unfinished or result["pending"] > 0,
@@ -56,7 +58,7 @@ def _difficulty_context(request: HttpRequest, env_task: EnvTask) -> dict:
 
 
 def _agreement_context(request: HttpRequest, env_task: EnvTask) -> dict:
-    rows, graded = reads.agreement_for_current(env_task=env_task)
+    rows, graded = selectors.agreement_for_current(env_task=env_task)
     return {"env_task": env_task, "agreement_rows": rows, "agreement_rubric": graded}
 
 
@@ -76,19 +78,20 @@ def _judge_prompt_context(request: HttpRequest, env_task: EnvTask, criterion_pk:
     chosen = next((c for c in criteria if c.pk == criterion_pk), None) or next(
         (c for c in criteria if c.grader_kind == GraderKind.LLM_JUDGE), criteria[0] if criteria else None
     )
-    batch = reads.batch_latest_for_task(user=request.user, env_task=env_task)
-    prompt = reads.judge_prompt(env_task=env_task, criterion=chosen, batch=batch) if chosen else None
+    batch = selectors.batch_latest_for_task(user=request.user, env_task=env_task)
+    prompt = selectors.judge_prompt(env_task=env_task, criterion=chosen, batch=batch) if chosen else None
     return {"env_task": env_task, "prompt_criteria": criteria, "prompt": prompt, "prompt_batch": batch}
 
 
 def _probes_context(request: HttpRequest, env_task: EnvTask, form: ProbeRunForm | None = None) -> dict:
-    run = reads.probe_run_latest(env_task=env_task)
+    run = selectors.probe_run_latest(env_task=env_task)
     current = rubric_version_current(env_task=env_task)
-    rows = reads.probe_rows(run=run, current=list(current.criteria.all()) if current else []) if run else []
+    rows = selectors.probe_rows(run=run, current=list(current.criteria.all()) if current else []) if run else []
     if form is None:
-        batch = reads.batch_latest_for_task(user=request.user, env_task=env_task)
+        batch = selectors.batch_latest_for_task(user=request.user, env_task=env_task)
         judge = (batch.judge_endpoint_id or batch.endpoint_id) if batch else None
         form = ProbeRunForm(initial={"judge_endpoint": judge} if judge else None)
+    cheats_pending = run is not None and selectors.probe_cheats_pending(run)
     return {
         "env_task": env_task,
         "probe_run": run,
@@ -96,7 +99,9 @@ def _probes_context(request: HttpRequest, env_task: EnvTask, form: ProbeRunForm 
         "probe_form": form,
         "flag_score": FLAG_SCORE,
         "flagged_count": sum(1 for r in rows if r["flagged"]),
-        "probes_pending": any(r["pending"] for r in rows),
+        # Polled while a cheat is being written or a grade is pending; rendered without the trigger once all is in.
+        "probes_pending": cheats_pending or any(r["pending"] for r in rows),
+        "cheats_pending": cheats_pending,
         "probe_rubric_is_stale": bool(run and current and current.pk != run.rubric_version_id),
         "endpoints": list(endpoint_list_usable()),
         **_roles(request, env_task),
@@ -173,8 +178,9 @@ def task_rubric_settings(request: HttpRequest, task_pk: int) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def task_probes(request: HttpRequest, task_pk: int) -> HttpResponse:
-    """GET: the probes part (polled while their grades are pending). POST: run the suite of
-    adversarial answers against the current rubric."""
+    """GET: the probes part (polled while the cheats are written and the grades pending).
+    POST: run the suite of adversarial answers against the current rubric; the cheats a
+    model writes are written on the grading queue, not in this request."""
     env_task = env_task_get_for_user(user=request.user, pk=task_pk)
     if request.method == "GET":
         if not request.htmx:

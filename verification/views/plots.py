@@ -95,7 +95,7 @@ def histogram_plot(scores: list[float], *, threshold: float | None = None, bins:
 
 def scatter_plot(points: list[tuple[int, float, int]], labels: dict[int, str]) -> dict:
     """Rubric score (x, 0–1) against the expert's rank (y: 1, the best, at the top).
-    `points`: (rollout id, score, rank) as rollouts.quality.ranking_agreement gives them."""
+    `points`: (rollout id, score, rank) as verification.selectors.ranking_agreement gives them."""
     count = max((rank for _, _, rank in points), default=1)
 
     def ry(rank: int) -> float:  # inset from the axes so no dot sits on one

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from rollouts import quality_views as views
+from verification import views
 
 urlpatterns = [
     path("tasks/<int:task_pk>/verifier/", views.task_verifier, name="task-verifier"),
