@@ -79,7 +79,8 @@ def make_data(tasks: int) -> tuple[int, int]:
     project = Project.objects.create(name="Bench", slug=f"bench-{uuid.uuid4().hex[:6]}")
     admin = User.objects.create_user(username=f"admin-{uuid.uuid4().hex[:6]}", password=uuid.uuid4().hex)
     Membership.objects.create(project=project, user=admin, role=Role.ADMIN)
-    worlds = World.objects.bulk_create([World(project=project, title=f"World {w + 1}", outline="Acme buys Beta.",
+    # The outline names the size, so each size's worlds are new to the world cache: its first build renders them.
+    worlds = World.objects.bulk_create([World(project=project, title=f"World {w + 1}", outline=f"Acme buys Beta ({tasks} tasks).",
                                               facts=[{"key": "Price", "value": "$12m"}]) for w in range(WORLDS)])
     Document.objects.bulk_create([Document(world=w, position=i, status=DocumentStatus.EDITED, **d) for w in worlds
                                   for i, d in enumerate(_documents())])
