@@ -11,7 +11,10 @@
 """
 
 import math
+import warnings
 from collections.abc import Sequence
+
+from scipy import stats
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -41,50 +44,21 @@ def _check_pair(x: Sequence[float], y: Sequence[float]) -> int:
 
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
-    n = _check_pair(x, y)
-    concordant = discordant = ties_x = ties_y = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            dx, dy = x[i] - x[j], y[i] - y[j]
-            if dx == 0 and dy == 0:
-                continue  # tied in both: counts in neither
-            if dx == 0:
-                ties_x += 1
-            elif dy == 0:
-                ties_y += 1
-            elif (dx > 0) == (dy > 0):
-                concordant += 1
-            else:
-                discordant += 1
-    denominator = math.sqrt((concordant + discordant + ties_x) * (concordant + discordant + ties_y))
-    if denominator == 0:
-        return float("nan")  # one of the sequences is constant: no ranking to compare
-    return (concordant - discordant) / denominator
-
-
-def _average_ranks(values: Sequence[float]) -> list[float]:
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    ranks = [0.0] * len(values)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for position in range(i, j + 1):
-            ranks[order[position]] = (i + j) / 2 + 1
-        i = j + 1
-    return ranks
+    """Kendall's tau-b (ties allowed); NaN when either sequence is constant: no ranking to compare."""
+    if _check_pair(x, y) < 2:
+        return float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)  # answered with NaN, which callers read
+        return float(stats.kendalltau(x, y, variant="b").statistic)
 
 
 def spearman_rho(x: Sequence[float], y: Sequence[float]) -> float:
-    n = _check_pair(x, y)
-    if n < 2:
+    """Spearman's rho over average ranks; NaN when either sequence is constant."""
+    if _check_pair(x, y) < 2:
         return float("nan")
-    rx, ry = _average_ranks(x), _average_ranks(y)
-    mx, my = sum(rx) / n, sum(ry) / n
-    covariance = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
-    spread = math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
-    return covariance / spread if spread else float("nan")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        return float(stats.spearmanr(x, y).statistic)
 
 
 def confusion(judge: Sequence[bool], expert: Sequence[bool]) -> dict:

@@ -24,15 +24,22 @@ class _Pdf(FPDF):
     def __init__(self, title: str) -> None:
         super().__init__(format="A4")
         self.unicode = all(os.path.exists(os.path.join(DEJAVU, f)) for f in _FONT_FILES.values())
-        if self.unicode:
-            for style, filename in _FONT_FILES.items():
-                self.add_font("DejaVu", style, os.path.join(DEJAVU, filename))
         self.family = "DejaVu" if self.unicode else "Helvetica"
         self.set_creation_date(dt.datetime(*FIXED_CREATED, tzinfo=dt.UTC))
         self.set_title(title)
         self.set_margins(20, 20, 20)
         self.set_auto_page_break(True, margin=20)
         self.add_page()
+
+    def set_font(self, family: str | None = None, style: str = "", size: float = 0) -> None:
+        """A DejaVu style is added the first time the document uses it: fpdf2 parses a font
+        file with fontTools on every add_font (about 0.18 s each), and most documents use
+        two of the four styles."""
+        if self.unicode and family == "DejaVu":
+            key = "".join(sorted(style.upper().replace("U", "")))
+            if f"dejavu{key}" not in self.fonts:
+                self.add_font("DejaVu", key, os.path.join(DEJAVU, _FONT_FILES[key]))
+        super().set_font(family, style, size)
 
     def text_of(self, text: str) -> str:
         """Without a Unicode font the core fonts know only latin-1: replace the rest."""
