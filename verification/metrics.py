@@ -14,8 +14,6 @@ import math
 import warnings
 from collections.abc import Sequence
 
-from scipy import stats
-
 
 def pass_at_k(n: int, c: int, k: int) -> float:
     if not 0 <= c <= n or k < 1:
@@ -45,6 +43,8 @@ def _check_pair(x: Sequence[float], y: Sequence[float]) -> int:
 
 def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
     """Kendall's tau-b (ties allowed); NaN when either sequence is constant: no ranking to compare."""
+    from scipy import stats  # here, not at the top: importing scipy.stats costs about 60 MB, and pack builds import this module
+
     if _check_pair(x, y) < 2:
         return float("nan")
     with warnings.catch_warnings():
@@ -54,6 +54,8 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
 
 def spearman_rho(x: Sequence[float], y: Sequence[float]) -> float:
     """Spearman's rho over average ranks; NaN when either sequence is constant."""
+    from scipy import stats
+
     if _check_pair(x, y) < 2:
         return float("nan")
     with warnings.catch_warnings():
