@@ -13,6 +13,7 @@ Who sees what:
 import os
 
 from django.conf import settings
+from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.exceptions import NotFound
@@ -20,8 +21,8 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission, IsAuthentic
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from core.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer
-from llm import egress
+from core.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer, InvalidRequest
+from llm import egress, selectors
 from llm.models import EndpointKind, ModelEndpoint
 from llm.services import FIELDS, endpoint_save
 
@@ -167,3 +168,15 @@ class ModelEndpointDetailApi(ApiView):
         data = {field: getattr(endpoint, field) for field in FIELDS} | serializer.validated_data
         endpoint = endpoint_save(user=request.user, data=data, endpoint=endpoint)
         return Response(_endpoint_data(endpoint, request.user))
+
+
+def usable_endpoint(pk: int) -> ModelEndpoint:
+    """The enabled model endpoint a request body names (the drafting, trials and probe APIs
+    take one). An unknown or disabled one is the request's mistake (400), not a missing
+    object of the URL (404)."""
+    try:
+        return selectors.endpoint_get_usable(pk=pk)
+    except Http404:
+        raise InvalidRequest(
+            f"There is no enabled model endpoint {pk}. GET /api/model-endpoints/ lists them; a site admin adds one."
+        ) from None

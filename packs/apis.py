@@ -6,7 +6,6 @@ from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import parsers, serializers, status
-from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -17,6 +16,7 @@ from core.apis import (
     ApiView,
     Conflict,
     DetailSerializer,
+    FirstRendererNegotiation,
     InvalidRequest,
     id_field,
     parse_id,
@@ -108,16 +108,6 @@ class PackDetailApi(ApiView):
     @extend_schema(summary="One pack", responses={200: PackSerializer, 404: ERRORS[404]})
     def get(self, request: Request, pk: int) -> Response:
         return Response(PackSerializer(selectors.pack_get_for_user(user=request.user, pk=pk)).data)
-
-
-class FirstRendererNegotiation(BaseContentNegotiation):
-    """The download answers a zip whatever the client accepts; its errors are JSON."""
-
-    def select_parser(self, request, parsers):
-        return parsers[0]
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
 
 
 @extend_schema(parameters=[ID_PARAMETER])

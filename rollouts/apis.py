@@ -8,9 +8,9 @@ from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from authoring.apis.common import usable_endpoint
 from authoring.selectors import env_task_get_for_user
 from core.apis import ERRORS, ID_PARAMETER, ApiView, id_field, status_parameter, text_field, username_field
+from llm.apis import usable_endpoint
 from rollouts import selectors, services
 from rollouts.models import DEFAULT_SYSTEM_PROMPT, BatchMode, Rollout, RolloutBatch, RolloutStatus
 from rollouts.services import LIMITS

@@ -12,9 +12,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from authoring import services as authoring_services
-from authoring.apis.common import EDIT_ERRORS, usable_endpoint
+from authoring.apis.common import EDIT_ERRORS
 from authoring.selectors import env_task_get_for_user, rubric_version_get_for_user
 from core.apis import ERRORS, ID_PARAMETER, ApiView, InvalidRequest, RevisionedSerializer, id_field, text_field, username_field
+from llm.apis import usable_endpoint
 from rollouts import selectors as rollout_selectors
 from rollouts.grading.services import batch_regrade
 from rollouts.models import GradeStatus, ProbeRunStatus, RolloutBatch, Verdict

@@ -9,10 +9,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from authoring import selectors, services
-from authoring.apis.common import EDIT_ERRORS, FirstRendererNegotiation
+from authoring.apis.common import EDIT_ERRORS
 from authoring.models import Document, DocumentKind
 from authoring.services.uploads import MAX_FILES_PER_UPLOAD, UploadRefused, documents_upload
-from core.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer, InvalidRequest, RevisionedSerializer, text_field, username_field
+from core.apis import (
+    ERRORS,
+    ID_PARAMETER,
+    ApiView,
+    DetailSerializer,
+    FirstRendererNegotiation,
+    InvalidRequest,
+    RevisionedSerializer,
+    text_field,
+    username_field,
+)
 from core.files import attachment_response
 
 # --- Serializers -----------------------------------------------------------------------

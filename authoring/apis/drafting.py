@@ -8,12 +8,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from authoring import selectors
-from authoring.apis.common import usable_endpoint
 from authoring.apis.documents import DocumentListSerializer
 from authoring.models import DraftJob, DraftRun, SkeletonProposal
 from authoring.services import drafting
 from authoring.services.documents import MAX_DOCUMENTS_PER_WORLD
 from core.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer, InvalidRequest, id_field, text_field, username_field
+from llm.apis import usable_endpoint
 
 # --- Serializers -----------------------------------------------------------------------
 

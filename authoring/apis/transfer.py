@@ -9,10 +9,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from authoring import selectors
-from authoring.apis.common import FirstRendererNegotiation
 from authoring.apis.worlds import WorldSerializer
 from authoring.services import world_transfer
-from core.apis import ERRORS, ID_PARAMETER, ApiView, InvalidRequest, parse_id
+from core.apis import ERRORS, ID_PARAMETER, ApiView, FirstRendererNegotiation, InvalidRequest, parse_id
 
 
 @extend_schema(parameters=[ID_PARAMETER])
