@@ -1,22 +1,23 @@
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import QuerySet
 from django.http import Http404
 
-from accounts.models import Membership, Project
+from accounts.models import Membership, Project, User
 
 
-def project_list_for_user(*, user) -> QuerySet[Project]:
+def project_list_for_user(*, user: User | AnonymousUser) -> QuerySet[Project]:
     if not user.is_authenticated:
         return Project.objects.none()
     return Project.objects.filter(memberships__user=user).distinct()
 
 
-def membership_for(*, user, project_id: int) -> Membership | None:
+def membership_for(*, user: User | AnonymousUser, project_id: int) -> Membership | None:
     if not user.is_authenticated:
         return None
     return Membership.objects.filter(user=user, project_id=project_id).select_related("project").first()
 
 
-def membership_get(*, user, project_id: int) -> Membership:
+def membership_get(*, user: User, project_id: int) -> Membership:
     """The user's membership of a project; 404 when there is none, so that a project the
     user does not belong to is indistinguishable from one that does not exist."""
     membership = membership_for(user=user, project_id=project_id)
@@ -25,5 +26,5 @@ def membership_get(*, user, project_id: int) -> Membership:
     return membership
 
 
-def project_get_for_user(*, user, pk: int) -> Project:
+def project_get_for_user(*, user: User, pk: int) -> Project:
     return membership_get(user=user, project_id=pk).project

@@ -4,6 +4,7 @@ its project's membership. An object of a project the user is not in is a 404."""
 from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
+from accounts.models import User
 from accounts.selectors import project_list_for_user
 from authoring.models import (
     Criterion,
@@ -19,29 +20,29 @@ from authoring.models import (
 )
 
 
-def world_list_for_user(*, user, project_id: int | None = None) -> QuerySet[World]:
+def world_list_for_user(*, user: User, project_id: int | None = None) -> QuerySet[World]:
     qs = World.objects.filter(project__in=project_list_for_user(user=user))
     if project_id is not None:
         qs = qs.filter(project_id=project_id)
     return qs.select_related("project").annotate(document_count=Count("documents"))
 
 
-def world_get_for_user(*, user, pk: int) -> World:
+def world_get_for_user(*, user: User, pk: int) -> World:
     return get_object_or_404(World.objects.filter(project__in=project_list_for_user(user=user)).select_related("project"), pk=pk)
 
 
-def document_list_for_user(*, user, world_id: int | None = None) -> QuerySet[Document]:
+def document_list_for_user(*, user: User, world_id: int | None = None) -> QuerySet[Document]:
     qs = Document.objects.filter(world__project__in=project_list_for_user(user=user))
     if world_id is not None:
         qs = qs.filter(world_id=world_id)
     return qs.select_related("world", "world__project")
 
 
-def document_get_for_user(*, user, pk: int) -> Document:
+def document_get_for_user(*, user: User, pk: int) -> Document:
     return get_object_or_404(document_list_for_user(user=user), pk=pk)
 
 
-def env_task_list_for_user(*, user, project_id: int | None = None, status: str | None = None) -> QuerySet[EnvTask]:
+def env_task_list_for_user(*, user: User, project_id: int | None = None, status: str | None = None) -> QuerySet[EnvTask]:
     qs = EnvTask.objects.filter(project__in=project_list_for_user(user=user)).select_related("project", "world", "created_by")
     if project_id is not None:
         qs = qs.filter(project_id=project_id)
@@ -50,18 +51,18 @@ def env_task_list_for_user(*, user, project_id: int | None = None, status: str |
     return qs
 
 
-def env_task_get_for_user(*, user, pk: int) -> EnvTask:
+def env_task_get_for_user(*, user: User, pk: int) -> EnvTask:
     return get_object_or_404(env_task_list_for_user(user=user), pk=pk)
 
 
-def env_task_drafts_for_author(*, user) -> QuerySet[EnvTask]:
+def env_task_drafts_for_author(*, user: User) -> QuerySet[EnvTask]:
     """The user's own tasks that are waiting on the user: drafts and sent-back ones."""
     return env_task_list_for_user(user=user).filter(
         created_by=user, status__in=[EnvTaskStatus.DRAFT, EnvTaskStatus.CHANGES_REQUESTED]
     )
 
 
-def env_task_counts_for_user(*, user) -> dict[str, int]:
+def env_task_counts_for_user(*, user: User) -> dict[str, int]:
     counts = env_task_list_for_user(user=user).aggregate(
         **{status: Count("id", filter=Q(status=status)) for status in EnvTaskStatus.values}
     )
@@ -72,7 +73,7 @@ def rubric_version_current(*, env_task: EnvTask) -> RubricVersion | None:
     return env_task.rubric_versions.order_by("-number").first()
 
 
-def rubric_version_get_for_user(*, user, pk: int) -> RubricVersion:
+def rubric_version_get_for_user(*, user: User, pk: int) -> RubricVersion:
     return get_object_or_404(
         RubricVersion.objects.filter(env_task__project__in=project_list_for_user(user=user)).select_related("env_task"),
         pk=pk,
@@ -87,7 +88,7 @@ def world_tree(*, world: World) -> list[dict]:
     return [{"folder": folder, "documents": docs} for folder, docs in sorted(folders.items())]
 
 
-def criterion_get_for_user(*, user, pk: int) -> Criterion:
+def criterion_get_for_user(*, user: User, pk: int) -> Criterion:
     return get_object_or_404(
         Criterion.objects.filter(rubric_version__env_task__project__in=project_list_for_user(user=user)).select_related(
             "rubric_version", "rubric_version__env_task"
@@ -116,7 +117,7 @@ def world_consistency_report(*, world: World) -> list:
     return find_mismatches(world.facts, documents)
 
 
-def document_version_get_for_user(*, user, pk: int):
+def document_version_get_for_user(*, user: User, pk: int):
     return get_object_or_404(
         DocumentVersion.objects.filter(document__world__project__in=project_list_for_user(user=user)).select_related("document", "document__world"),
         pk=pk,
@@ -127,11 +128,11 @@ def draft_run_latest(*, world: World):
     return world.draft_runs.select_related("endpoint").first()
 
 
-def draft_run_get_for_user(*, user, pk: int):
+def draft_run_get_for_user(*, user: User, pk: int):
     return get_object_or_404(DraftRun.objects.filter(world__project__in=project_list_for_user(user=user)).select_related("world"), pk=pk)
 
 
-def draft_job_get_for_user(*, user, pk: int):
+def draft_job_get_for_user(*, user: User, pk: int):
     return get_object_or_404(
         DraftJob.objects.filter(run__world__project__in=project_list_for_user(user=user)).select_related("run", "run__world", "document"), pk=pk
     )
@@ -141,5 +142,5 @@ def skeleton_proposal_latest(*, world: World):
     return world.skeleton_proposals.first()
 
 
-def skeleton_proposal_get_for_user(*, user, pk: int):
+def skeleton_proposal_get_for_user(*, user: User, pk: int):
     return get_object_or_404(SkeletonProposal.objects.filter(world__project__in=project_list_for_user(user=user)).select_related("world"), pk=pk)

@@ -1,12 +1,13 @@
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import Count, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
-from accounts.models import Membership, Role
+from accounts.models import Membership, Role, User
 from packs.models import Pack, PackStatus
 
 
-def pack_list_for_user(*, user, project_id: int | None = None) -> QuerySet[Pack]:
+def pack_list_for_user(*, user: User | AnonymousUser, project_id: int | None = None) -> QuerySet[Pack]:
     """Packs are an admin's business: only admins of a project see its packs."""
     if not user.is_authenticated:
         return Pack.objects.none()
@@ -17,7 +18,7 @@ def pack_list_for_user(*, user, project_id: int | None = None) -> QuerySet[Pack]
     return qs
 
 
-def pack_get_for_user(*, user, pk: int) -> Pack:
+def pack_get_for_user(*, user: User, pk: int) -> Pack:
     return get_object_or_404(pack_list_for_user(user=user), pk=pk)
 
 

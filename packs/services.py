@@ -13,7 +13,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import MD5
 from django.utils import timezone
 
-from accounts.models import Project
+from accounts.models import Project, User
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from authoring import services as authoring
@@ -25,6 +25,7 @@ from packs.build import BuiltTask, BuiltWorld, SubmissionRow, WorldZipCache, bui
 from packs.formats import ALL_FORMATS
 from packs.importer import MAX_WORLD_ZIP_BYTES, read_pack
 from packs.models import Pack, PackStatus, PackTaskEntry, PackWorldEntry
+from packs.tasks import build_pack
 from reviews.models import Submission, SubmissionStatus
 from verification.selectors import task_measurements
 
@@ -45,7 +46,7 @@ def _clean_formats(formats: list[str] | None) -> list[str]:
 
 
 @transaction.atomic
-def pack_create(*, project_id: int, user, name: str, submission_ids: list[int], formats: list[str] | None = None) -> Pack:
+def pack_create(*, project_id: int, user: User, name: str, submission_ids: list[int], formats: list[str] | None = None) -> Pack:
     """Record a new pack version of the chosen approved submissions, in the chosen formats
     (all of them by default), and queue its build."""
     membership = membership_get(user=user, project_id=project_id)
@@ -73,8 +74,6 @@ def pack_create(*, project_id: int, user, name: str, submission_ids: list[int], 
     version = (Pack.objects.filter(project_id=project_id).aggregate(v=Max("version"))["v"] or 0) + 1
     pack = Pack.objects.create(project_id=project_id, name=name, version=version, created_by=user, formats=formats)
     pack.submissions.set(submissions)
-    from packs.tasks import build_pack
-
     transaction.on_commit(lambda: build_pack.delay(pack.pk))
     return pack
 
@@ -88,7 +87,7 @@ def newest_approved_submission_ids(submissions) -> list[int]:
     return [pk for pk, _ in newest.values()]
 
 
-def pack_build_again(*, pack: Pack, user) -> Pack:
+def pack_build_again(*, pack: Pack, user: User) -> Pack:
     """The next version of a pack: the same name and formats, with every task it held at
     its newest approved version (tasks approved since are added on the Packs page)."""
     require_role(membership_get(user=user, project_id=pack.project_id), "export")
@@ -100,8 +99,6 @@ def pack_build_again(*, pack: Pack, user) -> Pack:
 
 def packs_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> int:
     """Send again the builds whose broker message may be lost (see draft_jobs_recover)."""
-    from packs.tasks import build_pack
-
     now = timezone.now()
     lost = stale(BUILD_STATES, now)
     if queued_for is not None:
@@ -253,7 +250,7 @@ def _write_pack_file(pack: Pack) -> None:
         pack.file.storage.delete(stored_name)
 
 
-def pack_import(*, project_id: int, user, uploaded_file) -> list:
+def pack_import(*, project_id: int, user: User, uploaded_file) -> list:
     """The tasks of a Taskwright pack (its own format), rebuilt in the project as drafts
     on worlds imported from the pack's world zips: prompts, reference answers, rubrics and
     grading settings as they were. Admins only. The whole pack is checked first (ours,

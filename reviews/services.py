@@ -2,6 +2,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from accounts.models import User
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from authoring.models import EnvTask, EnvTaskStatus
@@ -14,7 +15,7 @@ from reviews.selectors import review_claimed_by_user, review_queue_for_user
 
 
 @transaction.atomic
-def submission_create(*, env_task: EnvTask, user) -> Submission:
+def submission_create(*, env_task: EnvTask, user: User) -> Submission:
     """Freeze the task's current prompt, rubric and world into a new immutable version
     and put it in the review queue."""
     membership = membership_get(user=user, project_id=env_task.project_id)
@@ -47,7 +48,7 @@ def submission_create(*, env_task: EnvTask, user) -> Submission:
     return submission
 
 
-def submission_claim_next(*, user) -> Submission | None:
+def submission_claim_next(*, user: User) -> Submission | None:
     """Give the reviewer the oldest waiting submission nobody else holds.
 
     The claim is a conditional UPDATE (status=queued → claimed): of two reviewers racing
@@ -70,7 +71,7 @@ def submission_claim_next(*, user) -> Submission | None:
 
 
 @transaction.atomic
-def submission_release(*, submission: Submission, user) -> Submission:
+def submission_release(*, submission: Submission, user: User) -> Submission:
     """Hand a claimed item back to the queue (the reviewer cannot finish it)."""
     require_role(membership_get(user=user, project_id=submission.project_id), "review")
     released = Submission.objects.filter(pk=submission.pk, status=SubmissionStatus.CLAIMED, claimed_by=user).update(
@@ -84,7 +85,7 @@ def submission_release(*, submission: Submission, user) -> Submission:
 
 
 @transaction.atomic
-def review_decide(*, submission: Submission, user, decision: str, comment: str = "") -> Review:
+def review_decide(*, submission: Submission, user: User, decision: str, comment: str = "") -> Review:
     membership = membership_get(user=user, project_id=submission.project_id)
     require_role(membership, "review")
     if submission.submitted_by_id == user.pk:

@@ -2,8 +2,8 @@ from django import forms
 
 from authoring.models import CriterionTag
 from llm.selectors import endpoint_list_usable
+from rollouts.constants import LIMITS
 from rollouts.models import DEFAULT_SYSTEM_PROMPT, BatchMode
-from rollouts.services import LIMITS
 
 
 class EndpointChoiceField(forms.ModelChoiceField):

@@ -1,29 +1,30 @@
 from django.db.models import Count, Prefetch, Q, QuerySet, Sum
 from django.shortcuts import get_object_or_404
 
+from accounts.models import User
 from accounts.selectors import project_list_for_user
 from rollouts.models import Rollout, RolloutBatch, RolloutStatus, Step, StepComment
 
 
-def _projects(user):
+def _projects(user: User):
     return project_list_for_user(user=user).values("pk")
 
 
-def batch_list_for_task(*, user, env_task) -> QuerySet[RolloutBatch]:
+def batch_list_for_task(*, user: User, env_task) -> QuerySet[RolloutBatch]:
     return RolloutBatch.objects.filter(env_task=env_task, project_id__in=_projects(user)).select_related("rubric_version")
 
 
-def batch_get_for_user(*, user, pk: int) -> RolloutBatch:
+def batch_get_for_user(*, user: User, pk: int) -> RolloutBatch:
     return get_object_or_404(RolloutBatch.objects.filter(project_id__in=_projects(user)).select_related("env_task", "env_task__world", "rubric_version"), pk=pk)
 
 
-def rollout_get_for_user(*, user, pk: int) -> Rollout:
+def rollout_get_for_user(*, user: User, pk: int) -> Rollout:
     return get_object_or_404(
         Rollout.objects.filter(batch__project_id__in=_projects(user)).select_related("batch", "batch__env_task", "batch__env_task__world", "overlay"), pk=pk
     )
 
 
-def step_get_for_user(*, user, pk: int) -> Step:
+def step_get_for_user(*, user: User, pk: int) -> Step:
     return get_object_or_404(Step.objects.filter(rollout__batch__project_id__in=_projects(user)).select_related("rollout", "rollout__batch"), pk=pk)
 
 

@@ -7,6 +7,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.models import User
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from authoring.models import EnvTask
@@ -14,30 +15,21 @@ from authoring.selectors import rubric_version_current
 from authoring.services import rubric_version_freeze
 from core.exceptions import ApplicationError
 from llm.models import ModelEndpoint
+from rollouts.constants import LIMITS
 from rollouts.models import DEFAULT_SYSTEM_PROMPT, BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepComment
+from rollouts.tasks import run_rollout
 from workspace.models import OverlayPurpose
 from workspace.services import overlays_create
 
-MAX_ROLLOUTS = 64
-LIMITS = {
-    "n": (1, MAX_ROLLOUTS),
-    "max_steps": (1, 200),
-    "max_output_tokens": (16, 200_000),
-    "time_limit_seconds": (10, 3_600),
-}
-TASK_TIME_MARGIN = 120  # seconds the Celery hard limit allows beyond a rollout's own
-
 
 def _enqueue(rollout_ids: list[int]) -> None:
-    from rollouts.tasks import run_rollout
-
     for rollout_id in rollout_ids:
         run_rollout.delay(rollout_id)
 
 
 @transaction.atomic
 def rollout_batch_start(
-    *, env_task: EnvTask, user, endpoint: ModelEndpoint, n: int, temperature: float | None = None,
+    *, env_task: EnvTask, user: User, endpoint: ModelEndpoint, n: int, temperature: float | None = None,
     max_steps: int = 20, max_output_tokens: int = 4096, time_limit_seconds: int = 600,
     system_prompt: str = DEFAULT_SYSTEM_PROMPT, mode: str = BatchMode.TOOLS,
 ) -> RolloutBatch:
@@ -82,7 +74,7 @@ def rollout_batch_start(
 
 
 @transaction.atomic
-def rollout_batch_cancel(*, batch: RolloutBatch, user) -> int:
+def rollout_batch_cancel(*, batch: RolloutBatch, user: User) -> int:
     """Queued rollouts never start; running ones stop at their next heartbeat (within
     PULSE_SECONDS, plus the model call in flight)."""
     require_role(membership_get(user=user, project_id=batch.project_id), "author")
@@ -109,7 +101,7 @@ def rollouts_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> 
 
 
 @transaction.atomic
-def step_comment_add(*, step: Step, user, text: str) -> StepComment:
+def step_comment_add(*, step: Step, user: User, text: str) -> StepComment:
     membership = membership_get(user=user, project_id=step.rollout.batch.project_id)
     if not (membership.can_author or membership.can_review):
         raise ApplicationError("Your role cannot comment.")

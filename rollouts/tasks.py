@@ -1,7 +1,7 @@
 from celery import shared_task
 from django.db import OperationalError
 
-from rollouts.services import LIMITS, TASK_TIME_MARGIN
+from rollouts.constants import LIMITS, TASK_TIME_MARGIN
 
 
 # A database that is briefly unreachable (restarting, out of connections) must not leave a

@@ -11,6 +11,7 @@ from statistics import mean
 from django.db.models import F, Prefetch, Sum
 from django.shortcuts import get_object_or_404
 
+from accounts.models import User
 from accounts.selectors import project_list_for_user
 from authoring.models import Criterion, EnvTask, GraderKind, RubricVersion
 from authoring.selectors import rubric_version_current
@@ -62,7 +63,7 @@ def criterion_agreement(*, rubric_version: RubricVersion) -> list[dict]:
     return rows
 
 
-def ranking_agreement(*, batch: RolloutBatch, user, rubric_version: RubricVersion | None = None) -> dict | None:
+def ranking_agreement(*, batch: RolloutBatch, user: User, rubric_version: RubricVersion | None = None) -> dict | None:
     ranking = Ranking.objects.filter(batch=batch, expert=user).first()
     if ranking is None:
         return None
@@ -125,7 +126,7 @@ def task_measurements(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], tup
 
 # --- Access ------------------------------------------------------------------------------
 
-def probe_run_get_for_user(*, user, pk: int) -> ProbeRun:
+def probe_run_get_for_user(*, user: User, pk: int) -> ProbeRun:
     runs = ProbeRun.objects.filter(env_task__project__in=project_list_for_user(user=user))
     return get_object_or_404(runs.select_related("env_task", "rubric_version", "created_by"), pk=pk)
 
@@ -134,7 +135,7 @@ def probe_run_latest(*, env_task: EnvTask) -> ProbeRun | None:
     return env_task.probe_runs.select_related("rubric_version", "created_by", "cheat_endpoint").first()
 
 
-def batch_latest_for_task(*, user, env_task: EnvTask) -> RolloutBatch | None:
+def batch_latest_for_task(*, user: User, env_task: EnvTask) -> RolloutBatch | None:
     return rollout_selectors.batch_list_for_task(user=user, env_task=env_task).first()
 
 
@@ -179,7 +180,7 @@ def _grades(batch: RolloutBatch, rubric: RubricVersion) -> dict[int, Grade]:
     return {g.rollout_id: g for g in Grade.objects.filter(rollout__batch=batch, rubric_version=rubric).prefetch_related(verdicts)}
 
 
-def grade_rows(*, batch: RolloutBatch, rubric: RubricVersion, user) -> list[dict]:
+def grade_rows(*, batch: RolloutBatch, rubric: RubricVersion, user: User) -> list[dict]:
     """Every rollout of the batch with its grade under `rubric`, and per criterion the
     judge's verdict next to the user's own call (None: they agree with the judge)."""
     grades = _grades(batch, rubric)
@@ -250,7 +251,7 @@ def batch_difficulty(*, batch: RolloutBatch, rubric: RubricVersion) -> dict:
 
 # --- Ranking --------------------------------------------------------------------------------
 
-def ranking_items(*, batch: RolloutBatch, user) -> tuple[list[Rollout], bool]:
+def ranking_items(*, batch: RolloutBatch, user: User) -> tuple[list[Rollout], bool]:
     """The completed trajectories in the user's saved order (new ones at the end), and
     whether a ranking is saved."""
     completed = {r.pk: r for r in batch.rollouts.filter(status=RolloutStatus.COMPLETED).order_by("index")}

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.models import User
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from authoring.models import Criterion, EnvTask
@@ -22,20 +23,21 @@ from llm.errors import ModelError
 from llm.models import CallPurpose, ModelEndpoint
 from rollouts.grading.services import grade_request
 from rollouts.models import ExpertVerdict, ProbeAnswer, ProbeRun, ProbeRunStatus, Ranking, Rollout, RolloutBatch, RolloutStatus
+from verification import tasks  # (the task has the name of the service it runs: probe_run_write_cheats)
 
 logger = logging.getLogger(__name__)
 
 # --- Expert verdicts and rankings ------------------------------------------------------------
 
 
-def _expert(user, project_id: int) -> None:
+def _expert(user: User, project_id: int) -> None:
     membership = membership_get(user=user, project_id=project_id)
     if not (membership.can_author or membership.can_review):
         raise ApplicationError("Your role cannot judge trajectories.")
 
 
 @transaction.atomic
-def expert_verdict_set(*, rollout: Rollout, criterion: Criterion, user, met: bool | None, note: str = "") -> ExpertVerdict | None:
+def expert_verdict_set(*, rollout: Rollout, criterion: Criterion, user: User, met: bool | None, note: str = "") -> ExpertVerdict | None:
     """The expert's call on one criterion of one trajectory (None clears it)."""
     _expert(user, rollout.batch.project_id)
     if criterion.rubric_version.env_task_id != rollout.batch.env_task_id:
@@ -48,7 +50,7 @@ def expert_verdict_set(*, rollout: Rollout, criterion: Criterion, user, met: boo
 
 
 @transaction.atomic
-def ranking_set(*, batch: RolloutBatch, user, order: list[int]) -> Ranking:
+def ranking_set(*, batch: RolloutBatch, user: User, order: list[int]) -> Ranking:
     """The expert's order of the batch's completed trajectories, best first."""
     _expert(user, batch.project_id)
     completed = set(batch.rollouts.filter(status=RolloutStatus.COMPLETED).values_list("pk", flat=True))
@@ -99,13 +101,11 @@ def fixed_probes(env_task: EnvTask, criteria: list) -> list[tuple[str, str, str]
 
 
 def _enqueue_cheats(run_ids: list[int]) -> None:
-    from verification.tasks import probe_run_write_cheats
-
     for run_id in run_ids:
-        probe_run_write_cheats.delay(run_id)
+        tasks.probe_run_write_cheats.delay(run_id)
 
 
-def probe_run_start(*, env_task: EnvTask, user, judge_endpoint: ModelEndpoint, cheat_endpoint: ModelEndpoint | None = None) -> ProbeRun:
+def probe_run_start(*, env_task: EnvTask, user: User, judge_endpoint: ModelEndpoint, cheat_endpoint: ModelEndpoint | None = None) -> ProbeRun:
     """Build the suite for the task's current rubric version and queue every built-in probe's
     grade. With a cheat model, the cheats are written by a job on the `grading` queue, sent
     once this commits: no model call runs here (the caller is a web request)."""

@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from django.shortcuts import get_object_or_404
 
+from accounts.models import User
 from accounts.selectors import project_list_for_user
 from authoring.models import Document, DocumentKind
 from workspace.models import Overlay, OverlayAction, OverlayEntry
@@ -23,12 +24,12 @@ class Change:
     diff: str  # unified diff of before → after
 
 
-def overlay_list_for_user(*, user, world_id: int | None = None):
+def overlay_list_for_user(*, user: User, world_id: int | None = None):
     qs = Overlay.objects.filter(world__project__in=project_list_for_user(user=user)).select_related("world", "world__project")
     return qs.filter(world_id=world_id) if world_id is not None else qs
 
 
-def overlay_get_for_user(*, user, pk: int) -> Overlay:
+def overlay_get_for_user(*, user: User, pk: int) -> Overlay:
     """The overlay, if the user is a member of its world's project; otherwise a 404."""
     return get_object_or_404(overlay_list_for_user(user=user), pk=pk)
 

@@ -5,6 +5,7 @@ data-room path, and only in its own overlay."""
 from django.db import transaction
 from django.utils import timezone
 
+from accounts.models import User
 from authoring.models import Document, DocumentFormat, DocumentKind, World
 from authoring.rendering.headers import EMAIL
 from authoring.services.common import author_membership
@@ -40,7 +41,7 @@ def _clean_label(label: str) -> str:
 
 @transaction.atomic
 def overlay_create(
-    *, world: World, user, label: str = "", purpose: str = OverlayPurpose.SANDBOX,
+    *, world: World, user: User, label: str = "", purpose: str = OverlayPurpose.SANDBOX,
     actor_name: str | None = None, actor_email: str | None = None,
 ) -> Overlay:
     author_membership(user=user, project_id=world.project_id)
@@ -54,7 +55,7 @@ def overlay_create(
 
 
 @transaction.atomic
-def overlays_create(*, world: World, user, labels: list[str], purpose: str) -> list[Overlay]:
+def overlays_create(*, world: World, user: User, labels: list[str], purpose: str) -> list[Overlay]:
     """One overlay per label, with the default actor, in one statement (a batch of trial
     rollouts gets its overlays when it starts, not one by one on the workers)."""
     author_membership(user=user, project_id=world.project_id)
@@ -65,7 +66,7 @@ def overlays_create(*, world: World, user, labels: list[str], purpose: str) -> l
 
 
 @transaction.atomic
-def overlay_delete(*, overlay: Overlay, user) -> None:
+def overlay_delete(*, overlay: Overlay, user: User) -> None:
     author_membership(user=user, project_id=overlay.world.project_id)
     overlay.delete()
 

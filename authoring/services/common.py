@@ -3,13 +3,13 @@ import difflib
 from django.db import models
 from django.utils import timezone
 
-from accounts.models import Membership
+from accounts.models import Membership, User
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from core.exceptions import ApplicationError, StaleEditError
 
 
-def author_membership(*, user, project_id: int) -> Membership:
+def author_membership(*, user: User, project_id: int) -> Membership:
     membership = membership_get(user=user, project_id=project_id)
     require_role(membership, "author")
     return membership

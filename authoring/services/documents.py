@@ -3,6 +3,7 @@ from pathlib import PurePosixPath
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 
+from accounts.models import User
 from authoring.models import Document, DocumentFormat, DocumentKind, DocumentStatus, DocumentVersion, VersionSource, World
 from authoring.rendering.headers import KEPT_KEYS, parse_kept
 from authoring.services.common import author_membership, check_revision
@@ -60,7 +61,7 @@ def clean_document_fields(*, path: str, kind: str, format: str, metadata: object
 
 @transaction.atomic
 def document_create(
-    *, world: World, user, path: str, kind: str = DocumentKind.FILE, format: str = "", brief: str = "",
+    *, world: World, user: User, path: str, kind: str = DocumentKind.FILE, format: str = "", brief: str = "",
     metadata: dict | None = None, target_size: int = 300, content: str = "",
 ) -> Document:
     author_membership(user=user, project_id=world.project_id)
@@ -88,7 +89,7 @@ def document_create(
     return document
 
 
-def document_version_record(*, document: Document, source: str, user, note: str = "") -> DocumentVersion:
+def document_version_record(*, document: Document, source: str, user: User | None, note: str = "") -> DocumentVersion:
     """Keep the document's current content and metadata as its next numbered version."""
     number = (document.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     return DocumentVersion.objects.create(
@@ -99,7 +100,7 @@ def document_version_record(*, document: Document, source: str, user, note: str 
 
 @transaction.atomic
 def document_update(
-    *, document: Document, user, base_revision: int | None, path: str | None = None, kind: str | None = None,
+    *, document: Document, user: User, base_revision: int | None, path: str | None = None, kind: str | None = None,
     format: str | None = None, brief: str | None = None, metadata: dict | None = None,
     target_size: int | None = None, content: str | None = None, locked: bool | None = None,
     version_source: str = VersionSource.EDITED, version_note: str = "",
@@ -144,7 +145,7 @@ def document_update(
 
 
 @transaction.atomic
-def document_version_restore(*, version: DocumentVersion, user, base_revision: int | None) -> Document:
+def document_version_restore(*, version: DocumentVersion, user: User, base_revision: int | None) -> Document:
     """Bring back an earlier version's content and metadata (as a new version: nothing
     in between is lost)."""
     return document_update(
@@ -154,7 +155,7 @@ def document_version_restore(*, version: DocumentVersion, user, base_revision: i
 
 
 @transaction.atomic
-def document_delete(*, document: Document, user) -> None:
+def document_delete(*, document: Document, user: User) -> None:
     author_membership(user=user, project_id=document.world.project_id)
     if document.status == DocumentStatus.LOCKED:
         raise ApplicationError("This document is locked. Unlock it before deleting it.")
@@ -162,7 +163,7 @@ def document_delete(*, document: Document, user) -> None:
 
 
 @transaction.atomic
-def document_move(*, document: Document, user, direction: str) -> None:
+def document_move(*, document: Document, user: User, direction: str) -> None:
     """Swap a document with its neighbour above or below (positions are renumbered densely)."""
     author_membership(user=user, project_id=document.world.project_id)
     if direction not in ("up", "down"):

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum
 from django.utils import timezone
 
+from accounts.models import User
 from authoring import drafting_prompts
 from authoring.models import (
     Document,
@@ -27,6 +28,7 @@ from authoring.models import (
 )
 from authoring.services.common import author_membership
 from authoring.services.documents import clean_document_fields, document_create, document_version_record
+from authoring.tasks import draft_document, suggest_skeleton
 from core.exceptions import ApplicationError
 from core.jobs import JobStates, claim_job, kept_alive, stale
 from llm.client import chat
@@ -40,8 +42,6 @@ JOB_STATES = JobStates(queued=DraftJobStatus.QUEUED, running=DraftJobStatus.RUNN
 
 
 def _enqueue_jobs(job_ids: list[int]) -> None:
-    from authoring.tasks import draft_document
-
     for job_id in job_ids:
         draft_document.delay(job_id)
 
@@ -50,7 +50,7 @@ def _enqueue_jobs(job_ids: list[int]) -> None:
 
 @transaction.atomic
 def draft_run_start(
-    *, world: World, user, endpoint: ModelEndpoint, documents: list[Document] | None = None, instruction: str = ""
+    *, world: World, user: User, endpoint: ModelEndpoint, documents: list[Document] | None = None, instruction: str = ""
 ) -> DraftRun:
     """Queue drafting of the given documents, or of every undrafted one ("Draft all").
     Locked documents are never touched; documents already being drafted are skipped."""
@@ -85,7 +85,7 @@ def draft_run_start(
 
 
 @transaction.atomic
-def draft_run_cancel(*, run: DraftRun, user) -> int:
+def draft_run_cancel(*, run: DraftRun, user: User) -> int:
     """Stop a run: queued jobs never start, running jobs' results are dropped."""
     author_membership(user=user, project_id=run.world.project_id)
     DraftRun.objects.filter(pk=run.pk, cancelled_at__isnull=True).update(cancelled_at=timezone.now())
@@ -95,7 +95,7 @@ def draft_run_cancel(*, run: DraftRun, user) -> int:
 
 
 @transaction.atomic
-def draft_job_retry(*, job: DraftJob, user) -> DraftJob:
+def draft_job_retry(*, job: DraftJob, user: User) -> DraftJob:
     author_membership(user=user, project_id=job.run.world.project_id)
     if job.document.status == DocumentStatus.LOCKED:
         raise ApplicationError("This document is locked: unlock it before drafting.")
@@ -220,15 +220,13 @@ def _finish(job: DraftJob, status: str, *, error: str = "") -> None:
 # --- Skeleton proposals ----------------------------------------------------------------------
 
 @transaction.atomic
-def skeleton_suggest(*, world: World, user, endpoint: ModelEndpoint) -> SkeletonProposal:
+def skeleton_suggest(*, world: World, user: User, endpoint: ModelEndpoint) -> SkeletonProposal:
     author_membership(user=user, project_id=world.project_id)
     if not endpoint.enabled:
         raise ApplicationError(f"The model endpoint {endpoint.name!r} is disabled.")
     if not world.outline.strip() and not world.facts:
         raise ApplicationError("Write the scenario outline (and ideally the facts sheet) first: the model builds the data room from them.")
     proposal = SkeletonProposal.objects.create(world=world, endpoint=endpoint, endpoint_name=endpoint.name, requested_by=user)
-    from authoring.tasks import suggest_skeleton
-
     transaction.on_commit(lambda: suggest_skeleton.delay(proposal.pk))
     return proposal
 
@@ -237,8 +235,6 @@ def skeleton_proposals_recover(*, queued_for: timedelta | None = timedelta(minut
     """Send again the proposals whose broker message may be lost (see draft_jobs_recover).
     A proposal stays queued while the model works on it, so one a live worker is running
     now may be asked twice; the first answer is kept and the second dropped."""
-    from authoring.tasks import suggest_skeleton
-
     if queued_for is None:
         return 0  # (a proposal has no running state to go stale)
 
@@ -292,7 +288,7 @@ def _propose(proposal: SkeletonProposal) -> None:
 
 
 @transaction.atomic
-def skeleton_accept(*, proposal: SkeletonProposal, user, indexes: list[int] | None = None) -> list[Document]:
+def skeleton_accept(*, proposal: SkeletonProposal, user: User, indexes: list[int] | None = None) -> list[Document]:
     """Turn proposed items into skeleton documents: the given ones, or all acceptable ones."""
     author_membership(user=user, project_id=proposal.world.project_id)
     proposal = SkeletonProposal.objects.select_for_update().get(pk=proposal.pk)

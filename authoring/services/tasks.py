@@ -2,6 +2,7 @@ from django.db import transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
+from accounts.models import User
 from authoring.models import (
     Criterion,
     CriterionTag,
@@ -53,7 +54,7 @@ def _require_editable(env_task: EnvTask) -> None:
 
 @transaction.atomic
 def env_task_create(
-    *, world: World, user, title: str, prompt: str = "", deliverable_kind: str = DeliverableKind.ANSWER,
+    *, world: World, user: User, title: str, prompt: str = "", deliverable_kind: str = DeliverableKind.ANSWER,
     reference_answer: str = "",
 ) -> EnvTask:
     author_membership(user=user, project_id=world.project_id)
@@ -66,7 +67,7 @@ def env_task_create(
 
 @transaction.atomic
 def env_task_update(
-    *, env_task: EnvTask, user, base_revision: int | None, title: str, prompt: str, deliverable_kind: str,
+    *, env_task: EnvTask, user: User, base_revision: int | None, title: str, prompt: str, deliverable_kind: str,
     reference_answer: str,
 ) -> EnvTask:
     author_membership(user=user, project_id=env_task.project_id)
@@ -108,7 +109,7 @@ def rubric_version_freeze(*, rubric_version: RubricVersion) -> RubricVersion:
     return rubric_version
 
 
-def rubric_version_editable(*, env_task: EnvTask, user) -> RubricVersion:
+def rubric_version_editable(*, env_task: EnvTask, user: User) -> RubricVersion:
     """The version edits go to: the latest one while it is unfrozen, else a new copy of it.
     A frozen version (submitted or used to grade) never changes."""
     current = env_task.rubric_versions.select_for_update().order_by("-number").first()
@@ -170,7 +171,7 @@ def _clean_evidence(evidence: object) -> dict:
     return cleaned
 
 
-def _rubric_for_edit(*, env_task: EnvTask, user, base_revision: int | None) -> RubricVersion:
+def _rubric_for_edit(*, env_task: EnvTask, user: User, base_revision: int | None) -> RubricVersion:
     author_membership(user=user, project_id=env_task.project_id)
     env_task = EnvTask.objects.select_for_update().get(pk=env_task.pk)
     _require_editable(env_task)
@@ -181,7 +182,7 @@ def _rubric_for_edit(*, env_task: EnvTask, user, base_revision: int | None) -> R
     return rubric
 
 
-def _touch(rubric: RubricVersion, user) -> RubricVersion:
+def _touch(rubric: RubricVersion, user: User) -> RubricVersion:
     RubricVersion.objects.filter(pk=rubric.pk).update(revision=F("revision") + 1, updated_by=user, updated_at=timezone.now())
     rubric.refresh_from_db()
     return rubric
@@ -189,7 +190,7 @@ def _touch(rubric: RubricVersion, user) -> RubricVersion:
 
 @transaction.atomic
 def criterion_add(
-    *, env_task: EnvTask, user, base_revision: int | None, text: str, points: int = 1,
+    *, env_task: EnvTask, user: User, base_revision: int | None, text: str, points: int = 1,
     tag: str = CriterionTag.IMPORTANT, grader_kind: str = GraderKind.LLM_JUDGE,
     grader_config: dict | None = None, explanation: str = "", evidence: dict | None = None,
 ) -> Criterion:
@@ -216,7 +217,7 @@ def _criterion_in(rubric: RubricVersion, criterion: Criterion) -> Criterion:
 
 @transaction.atomic
 def criterion_update(
-    *, criterion: Criterion, user, base_revision: int | None, text: str, points: int, tag: str,
+    *, criterion: Criterion, user: User, base_revision: int | None, text: str, points: int, tag: str,
     grader_kind: str = GraderKind.LLM_JUDGE, grader_config: dict | None = None, explanation: str = "",
 ) -> Criterion:
     rubric = _rubric_for_edit(env_task=criterion.rubric_version.env_task, user=user, base_revision=base_revision)
@@ -230,14 +231,14 @@ def criterion_update(
 
 
 @transaction.atomic
-def criterion_delete(*, criterion: Criterion, user, base_revision: int | None) -> RubricVersion:
+def criterion_delete(*, criterion: Criterion, user: User, base_revision: int | None) -> RubricVersion:
     rubric = _rubric_for_edit(env_task=criterion.rubric_version.env_task, user=user, base_revision=base_revision)
     _criterion_in(rubric, criterion).delete()
     return _touch(rubric, user)
 
 
 @transaction.atomic
-def criterion_move(*, criterion: Criterion, user, base_revision: int | None, direction: str) -> RubricVersion:
+def criterion_move(*, criterion: Criterion, user: User, base_revision: int | None, direction: str) -> RubricVersion:
     if direction not in ("up", "down"):
         raise ApplicationError("Move a criterion 'up' or 'down'.")
     rubric = _rubric_for_edit(env_task=criterion.rubric_version.env_task, user=user, base_revision=base_revision)
@@ -276,7 +277,7 @@ def _clean_grading_settings(*, pass_threshold: object, all_must_pass: object, ju
 
 @transaction.atomic
 def rubric_settings_update(
-    *, env_task: EnvTask, user, base_revision: int | None, pass_threshold: float, all_must_pass: bool, judge_samples: int,
+    *, env_task: EnvTask, user: User, base_revision: int | None, pass_threshold: float, all_must_pass: bool, judge_samples: int,
 ) -> RubricVersion:
     """How the rubric turns verdicts into a grade. Versioned with the criteria: changing a
     frozen version's settings starts a new version, as a criterion edit does. Saving the

@@ -16,6 +16,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 
+from accounts.models import User
 from authoring import extraction
 from authoring.models import Document, DocumentStatus, VersionSource, World
 from authoring.services import documents
@@ -30,7 +31,7 @@ _FORBIDDEN_NAME_CHARS = str.maketrans(dict.fromkeys('<>:"|?*', "_"))
 _KNOWN_SUFFIXES = {".docx", ".xlsx", ".pptx", ".pdf", ".eml", ".csv", ".md", ".markdown", ".txt"}
 
 
-def document_upload(*, world: World, user, uploaded_file: UploadedFile, path: str = "") -> Document:
+def document_upload(*, world: World, user: User, uploaded_file: UploadedFile, path: str = "") -> Document:
     """Create a data-room document from an uploaded file.
 
     `path` is the document's place in the data room; empty means Uploads/<file name>, and
@@ -89,7 +90,7 @@ class UploadRefused(ApplicationError):
         self.files = files
 
 
-def documents_upload(*, world: World, user, uploaded_files: list[UploadedFile]) -> list[Document]:
+def documents_upload(*, world: World, user: User, uploaded_files: list[UploadedFile]) -> list[Document]:
     """Upload several files into the data room, all or nothing (the page and the API both
     call this): when any file is refused, none is added and UploadRefused says why, per
     file, so that sending again never makes "x (2).pdf" copies of the files that did go in.

@@ -18,7 +18,7 @@ from django.core.files.base import ContentFile, File
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
-from accounts.models import Membership
+from accounts.models import Membership, User
 from accounts.selectors import membership_get
 from authoring import archipelago
 from authoring.models import Document, DocumentStatus, DocumentVersion, VersionSource, World
@@ -30,14 +30,14 @@ from core.validation import reject_unstorable
 logger = logging.getLogger(__name__)
 
 
-def _require_author(*, user, project_id: int, verb: str) -> Membership:
+def _require_author(*, user: User, project_id: int, verb: str) -> Membership:
     membership = membership_get(user=user, project_id=project_id)  # 404 for a non-member
     if not membership.can_author:
         raise ApplicationError(f"Your role in this project ({membership.get_role_display().lower()}) cannot {verb}; authors and admins can.")
     return membership
 
 
-def world_export(*, world: World, user) -> BinaryIO:
+def world_export(*, world: World, user: User) -> BinaryIO:
     """The world as a zip, in a temporary file positioned at its start (the caller closes it)."""
     _require_author(user=user, project_id=world.project_id, verb="export worlds")
     return world_export_archive(world=world)
@@ -74,7 +74,7 @@ def world_export_filename(world: World) -> str:
     return f"{slugify(world.title)[:80] or 'world'}-{world.pk}.zip"
 
 
-def world_import(*, project_id: int, user, uploaded_file: File, title: str = "") -> World:
+def world_import(*, project_id: int, user: User, uploaded_file: File, title: str = "") -> World:
     """A new world in the project from a world zip. Everything is checked and read
     before anything is stored; any refusal raises ApplicationError and leaves nothing:
     no world, no document, no stored original."""

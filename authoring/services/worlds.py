@@ -1,6 +1,7 @@
 from django.db import transaction
 from django.db.models import F
 
+from accounts.models import User
 from authoring.models import World
 from authoring.services.common import author_membership, check_revision
 from core.exceptions import ApplicationError
@@ -44,7 +45,7 @@ def _clean_world_fields(title: str, outline: str) -> tuple[str, str]:
 
 
 @transaction.atomic
-def world_create(*, project_id: int, user, title: str, outline: str = "", facts: list | None = None) -> World:
+def world_create(*, project_id: int, user: User, title: str, outline: str = "", facts: list | None = None) -> World:
     author_membership(user=user, project_id=project_id)
     title, outline = _clean_world_fields(title, outline)
     return World.objects.create(
@@ -59,7 +60,7 @@ def world_create(*, project_id: int, user, title: str, outline: str = "", facts:
 
 @transaction.atomic
 def world_update(
-    *, world: World, user, title: str, outline: str, facts: list, base_revision: int | None
+    *, world: World, user: User, title: str, outline: str, facts: list, base_revision: int | None
 ) -> World:
     author_membership(user=user, project_id=world.project_id)
     title, outline = _clean_world_fields(title, outline)

@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.models import User
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from authoring.models import Criterion, GraderKind, RubricVersion
@@ -24,6 +25,7 @@ from rollouts.grading.checks import run_check
 from rollouts.grading.judge import SEES, judge
 from rollouts.grading.scoring import score
 from rollouts.models import Grade, GradeStatus, ProbeAnswer, Rollout, RolloutBatch, RolloutStatus, Verdict
+from rollouts.tasks import grade_attempt
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
@@ -31,8 +33,6 @@ GRADE_STATES = JobStates(queued=GradeStatus.QUEUED, running=GradeStatus.RUNNING,
 
 
 def _enqueue(grade_ids: list[int]) -> None:
-    from rollouts.tasks import grade_attempt
-
     for grade_id in grade_ids:
         grade_attempt.delay(grade_id)
 
@@ -140,7 +140,7 @@ def rollout_graded(*, rollout: Rollout, has_criteria: bool | None = None) -> Gra
     return grade_request(rubric_version=batch.rubric_version, judge_endpoint=batch.judge_endpoint or batch.endpoint, rollout=rollout)
 
 
-def batch_regrade(*, batch: RolloutBatch, user, rubric_version: RubricVersion | None = None, judge_endpoint: ModelEndpoint | None = None) -> list[Grade]:
+def batch_regrade(*, batch: RolloutBatch, user: User, rubric_version: RubricVersion | None = None, judge_endpoint: ModelEndpoint | None = None) -> list[Grade]:
     """Grade every completed rollout of the batch against a (newer) rubric version."""
     require_role(membership_get(user=user, project_id=batch.project_id), "author")
     rubric = rubric_version or batch.env_task.rubric_versions.order_by("-number").first()
