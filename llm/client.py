@@ -11,8 +11,8 @@ a ModelCall with tokens, cost, latency and outcome. Never call it inside a datab
 transaction: a model call can take minutes.
 
 With `defer_log=True` the ModelCall of a successful call comes back unsaved, as
-`result.log`, for the caller to insert with its own rows in one round trip
-(core.db.insert_rows; the agent loop does, once per step). A failed call is logged at once.
+`result.log`, for the caller to save with its own rows (the agent loop does, after the
+step it belongs to). A failed call is logged at once.
 """
 
 import email.utils
@@ -21,15 +21,20 @@ import json
 import logging
 import os
 import random
+import threading
 import time
 from dataclasses import dataclass
 from decimal import Decimal
 
+import anthropic
+import httpx2
 import jsonschema
+import openai
 from django.conf import settings
+from openai.lib.streaming.chat import ChatCompletionStreamState
 
-from core.db import insert_row
-from llm import egress, providers, scripted, transport
+from llm import egress, providers, scripted
+from llm import http as llm_http
 from llm.concurrency import endpoint_slot
 from llm.errors import ModelError, RetryableError
 from llm.models import CallOutcome, EndpointKind, ModelCall, ModelEndpoint
@@ -80,12 +85,12 @@ def chat(
             ]
     except ModelError as error:
         error.attempts = max(error.attempts, totals["attempts"])
-        insert_row(_log_row(endpoint, purpose, project_id, totals, started, outcome=CallOutcome.ERROR, error=str(error)))
+        _log_row(endpoint, purpose, project_id, totals, started, outcome=CallOutcome.ERROR, error=str(error)).save()
         raise
     cost = endpoint.cost_of(totals["input"], totals["output"])
     log = _log_row(endpoint, purpose, project_id, totals, started, outcome=CallOutcome.OK, cost=cost)
     if not defer_log:
-        insert_row(log)
+        log.save()
     return ChatResult(
         text=reply.text, tool_calls=reply.tool_calls, structured=reply.structured, finish_reason=reply.finish_reason,
         input_tokens=totals["input"], output_tokens=totals["output"], cost=cost,
@@ -113,7 +118,7 @@ def _schema_problem(value: object, schema: dict) -> str | None:
 
 
 def _one_answer(endpoint, messages, tools, schema, temperature, max_tokens, totals) -> providers.Reply:
-    """One answer, with the transport-level retries."""
+    """One answer, with our retry policy (the SDKs' own retries are off)."""
     if endpoint.kind == EndpointKind.SCRIPTED:
         totals["attempts"] += 1
         reply = scripted.answer(messages=messages, tools=tools, schema=schema)
@@ -125,7 +130,7 @@ def _one_answer(endpoint, messages, tools, schema, temperature, max_tokens, tota
     for attempt in range(1, endpoint.max_retries + 2):
         totals["attempts"] += 1
         try:
-            lease = endpoint.connect_timeout + endpoint.read_timeout + 30
+            lease = endpoint.connect_timeout + 2 * endpoint.read_timeout + 30  # a call's bound (llm.http), and a margin
             with endpoint_slot(endpoint_id=endpoint.pk, cap=endpoint.max_concurrency, lease_seconds=lease):
                 reply = _send(endpoint, key, messages, tools, schema, temperature, max_tokens)
             totals["input"] += reply.input_tokens
@@ -167,8 +172,8 @@ def _api_key(endpoint: ModelEndpoint) -> str | None:
     return key
 
 
-def _retry_after(response: transport.Response) -> float | None:
-    value = response.headers.get("retry-after")
+def _retry_after(headers) -> float | None:
+    value = headers.get("retry-after")
     if not value:
         return None
     try:
@@ -178,89 +183,134 @@ def _retry_after(response: transport.Response) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> providers.Reply:
-    anthropic = endpoint.kind == EndpointKind.ANTHROPIC
-    build = providers.anthropic_request if anthropic else providers.openai_request
-    path, payload = _request(build, anthropic, tools=tools, schema=schema, model=endpoint.model, messages=messages, temperature=temperature, max_tokens=max_tokens)
-    base_url = (endpoint.base_url or ("https://api.anthropic.com" if anthropic else "")).rstrip("/")
-    if anthropic and base_url.endswith("/v1"):
+_clients: dict[tuple, openai.OpenAI | anthropic.Anthropic] = {}
+_clients_lock = threading.Lock()
+MAX_CLIENTS = 64
+
+
+def _sdk_client(endpoint: ModelEndpoint, key: str | None) -> openai.OpenAI | anthropic.Anthropic:
+    """The SDK client for the endpoint as configured now, one per process, shared by every
+    thread (its connection pool is thread-safe). Keyed by everything a client is built from,
+    so an endpoint edited (or a deployment that stops allowing private networks) gets a new
+    one, and a connection checked under a wider rule is never reused under a narrower one.
+    The SDKs' own retries are off: llm.client's policy is the one."""
+    anthropic_kind = endpoint.kind == EndpointKind.ANTHROPIC
+    allow_private = settings.MODEL_ALLOW_PRIVATE_NETWORKS
+    base_url = (endpoint.base_url or ("https://api.anthropic.com" if anthropic_kind else "https://api.openai.com/v1")).rstrip("/")
+    if anthropic_kind and base_url.endswith("/v1"):  # the SDK adds /v1/messages
         base_url = base_url[:-3]
-    headers = {"content-type": "application/json"}
-    if anthropic:
-        headers["anthropic-version"] = "2023-06-01"
-        if key:
-            headers["x-api-key"] = key
-    elif key:
-        headers["authorization"] = f"Bearer {key}"
-    try:
-        response = transport.post(
-            base_url + path, payload, headers,
-            connect_timeout=endpoint.connect_timeout, read_timeout=endpoint.read_timeout, max_bytes=MAX_RESPONSE_BYTES,
-            allow_private=settings.MODEL_ALLOW_PRIVATE_NETWORKS,
+    identity = (endpoint.kind, base_url, key, endpoint.connect_timeout, endpoint.read_timeout, allow_private, MAX_RESPONSE_BYTES)
+    with _clients_lock:
+        client = _clients.get(identity)
+        if client is not None:
+            return client
+        if len(_clients) >= MAX_CLIENTS:  # endpoints edited many times: start again
+            for old in _clients.values():
+                old.close()
+            _clients.clear()
+        http_client = llm_http.http_client(
+            connect_timeout=endpoint.connect_timeout, read_timeout=endpoint.read_timeout, allow_private=allow_private,
+            max_bytes=MAX_RESPONSE_BYTES, keepalive=max(endpoint.max_concurrency, 8),
         )
-    except transport.TransportError as error:
-        if error.kind == "blocked":  # not worth a retry: the same name would be refused again
-            raise ModelError(
-                f"The endpoint {endpoint.name!r} was not called: its host does not resolve to a public address, and this "
-                "deployment does not allow model calls to private networks (MODEL_ALLOW_PRIVATE_NETWORKS). Nothing was sent.",
-                kind="config",
-            ) from None
-        if error.kind == "too_large":
-            raise RetryableError("The endpoint's answer is too large.", kind="response") from None
-        if error.kind == "deadline":
-            raise RetryableError(f"The endpoint did not finish answering within {endpoint.read_timeout:g} s.", kind="timeout") from None
-        if error.kind == "timeout":
-            raise RetryableError(f"The endpoint did not answer within {endpoint.read_timeout:g} s.", kind="timeout") from None
-        raise RetryableError(f"Could not reach the endpoint at {base_url} ({error.detail or error.kind}).", kind="server") from None
-    raw = response.body
-    if key:  # a provider or proxy that echoes the key back must not carry it into errors, logs or pages
-        raw = raw.replace(key.encode(), b"[redacted]")
-    _raise_for_status(endpoint, response, raw)
+        # Every credential is given explicitly (empty when the endpoint has none, and then no
+        # Authorization header at all): an SDK given none reads OPENAI_API_KEY,
+        # OPENAI_ADMIN_KEY, OPENAI_ORG_ID or ANTHROPIC_API_KEY (and Anthropic's profile
+        # files), which would send a key the admin never chose.
+        if anthropic_kind:
+            client = anthropic.Anthropic(api_key=key or "", base_url=base_url, max_retries=0, http_client=http_client)
+        else:
+            client = openai.OpenAI(
+                api_key=key or "", base_url=base_url, max_retries=0, http_client=http_client, admin_api_key="", organization="", project="",
+            )
+        _clients[identity] = client
+        return client
+
+
+def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> providers.Reply:
+    anthropic_kind = endpoint.kind == EndpointKind.ANTHROPIC
+    build = providers.anthropic_request if anthropic_kind else providers.openai_request
+    body = build(tools=tools, schema=schema, model=endpoint.model, messages=messages, temperature=temperature, max_tokens=max_tokens)
+    client = _sdk_client(endpoint, key)
+    # A local model server needs no key: then no Authorization header at all.
+    headers = {} if key else {"Authorization": anthropic.omit if anthropic_kind else openai.omit}
     try:
-        data = json.loads(raw)
-    except ValueError:
-        raise RetryableError("The endpoint's answer is not valid JSON.", kind="response") from None
-    parse = providers.anthropic_reply if anthropic else providers.openai_reply
+        if endpoint.stream:
+            data = _streamed(client, anthropic_kind, body, headers)
+        else:
+            # The body is already in the provider's wire format (llm.providers), so it goes
+            # through the SDK's documented way to post a request as it is, and the answer comes
+            # back raw for llm.providers to read: the typed `create()` re-walks every message and
+            # tool schema against its TypedDicts (5 of its 7 ms of CPU per agent call, measured
+            # in docs/performance.md) and parses the answer into models nothing here reads.
+            path = "/v1/messages" if anthropic_kind else "/chat/completions"
+            response = client.post(path, body=body, cast_to=httpx2.Response, options={"headers": headers})
+            raw = _redacted(response.content, key)
+            try:
+                data = json.loads(raw)
+            except ValueError:
+                raise RetryableError("The endpoint's answer is not valid JSON.", kind="response") from None
+    except (openai.APIStatusError, anthropic.APIStatusError) as error:
+        _raise_for_status(endpoint, error.response.status_code, error.response.headers, _redacted(error.response.content, key))
+        raise AssertionError("unreachable") from None
+    except (openai.APIConnectionError, anthropic.APIConnectionError, httpx2.HTTPError, egress.BlockedAddress, llm_http.AnswerTooLarge,
+            llm_http.DeadlinePassed) as error:
+        # (the SDKs wrap what fails while a request is sent; a raw answer's body is read after)
+        raise _connection_error(endpoint, client, error) from None
+    parse = providers.anthropic_reply if anthropic_kind else providers.openai_reply
     return parse(data, structured=schema is not None)
 
 
-_encoded_tools: dict[tuple[int, bool], tuple[list[dict], bytes]] = {}
+def _redacted(raw: bytes, key: str | None) -> bytes:
+    """A provider or proxy that echoes the key back must not carry it into errors, logs or pages."""
+    return raw.replace(key.encode(), b"[redacted]") if key else raw
 
 
-def _request(build, anthropic: bool, *, tools: list[dict] | None, schema: dict | None, **fields) -> tuple[str, bytes]:
-    """The request's path and JSON body. The tool definitions are often most of the body
-    (the world's 23 tools: 16 kB of JSON schemas, 0.3 ms to encode), and an agent sends the
-    same list with each of its calls, so a list is put in the provider's format and encoded
-    once, and spliced into the rest of each body (a body built without tools is the same
-    but for its "tools"; with a schema the Anthropic body adds a tool of its own, so that
-    body is built whole). A list passed to chat() is taken as final."""
-    if not tools or schema is not None:
-        path, body = build(tools=tools, schema=schema, **fields)
-        return path, json.dumps(body).encode()
-    key = (id(tools), anthropic)  # the list, in that provider's wire format
-    entry = _encoded_tools.get(key)
-    if entry is None or entry[0] is not tools:  # `is`: an id can be reused once its list is gone
-        path, body = build(tools=tools, schema=None, **fields)
-        if len(_encoded_tools) > 256:
-            _encoded_tools.clear()
-        entry = _encoded_tools[key] = (tools, json.dumps(body.pop("tools")).encode())
+def _streamed(client, anthropic_kind: bool, body: dict, headers: dict) -> dict:
+    """The whole answer of a streamed call, in the shape of an unstreamed one (the SDKs' own
+    accumulators put the events together)."""
+    if anthropic_kind:
+        with client.messages.stream(**body, extra_headers=headers) as stream:
+            return stream.get_final_message().model_dump(mode="json")
+    state = ChatCompletionStreamState()
+    for chunk in client.chat.completions.create(**body, stream=True, stream_options={"include_usage": True}, extra_headers=headers):
+        state.handle_chunk(chunk)
+    return state.get_final_completion().model_dump(mode="json")
+
+
+def _connection_error(endpoint: ModelEndpoint, client, error: Exception) -> Exception:
+    """Our error for an exchange that ended before a whole answer arrived."""
+    if llm_http.cause(error, egress.BlockedAddress):  # not worth a retry: the same name would be refused again
+        return ModelError(
+            f"The endpoint {endpoint.name!r} was not called: its host does not resolve to a public address, and this "
+            "deployment does not allow model calls to private networks (MODEL_ALLOW_PRIVATE_NETWORKS). Nothing was sent.",
+            kind="config",
+        )
+    if llm_http.cause(error, llm_http.AnswerTooLarge):
+        return RetryableError("The endpoint's answer is too large.", kind="response")
+    if llm_http.cause(error, llm_http.DeadlinePassed, httpx2.WriteTimeout):
+        return RetryableError(f"The endpoint did not finish answering within {endpoint.read_timeout:g} s.", kind="timeout")
+    if llm_http.cause(error, httpx2.TimeoutException):
+        return RetryableError(f"The endpoint did not answer within {endpoint.read_timeout:g} s.", kind="timeout")
+    if llm_http.cause(error, httpx2.RemoteProtocolError, httpx2.DecodingError):
+        detail = "malformed or incomplete HTTP"
     else:
-        path, body = build(tools=None, schema=None, **fields)
-    rest = json.dumps(body).encode()
-    return path, rest[:-1] + (b', "tools": ' if len(rest) > 2 else b'"tools": ') + entry[1] + b"}"
+        found = llm_http.cause(error, OSError)
+        detail = type(found).__name__ if found else "connection failed"
+    where = (endpoint.base_url or str(client.base_url)).rstrip("/")
+    return RetryableError(f"Could not reach the endpoint at {where} ({detail}).", kind="server")
 
 
 MAX_REASON = 120
 
 
-def _error_reason(response: transport.Response, raw: bytes) -> str:
+def _error_reason(headers, raw: bytes) -> str:
     """The short reason a model API gives in a well-formed JSON error: {"error": {"message":
     ...}} (OpenAI, Anthropic, most compatible servers), {"error": "..."} (Ollama, llama.cpp)
     or {"object": "error", "message": ...} (older vLLM). Anything else (an HTML error page, a
     proxy's or some internal service's answer) gives no reason: its text could be anything,
     and it is shown to authors, so it is never repeated. Control characters are dropped,
     whitespace collapsed, and the reason cut at MAX_REASON characters."""
-    if "json" not in response.headers.get("content-type", "").lower():
+    if "json" not in headers.get("content-type", "").lower():
         return ""
     try:
         data = json.loads(raw)
@@ -281,11 +331,8 @@ def _error_reason(response: transport.Response, raw: bytes) -> str:
     return reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1].rstrip() + "…"
 
 
-def _raise_for_status(endpoint: ModelEndpoint, response: transport.Response, raw: bytes) -> None:
-    status = response.status
-    if status < 300:
-        return
-    reason = _error_reason(response, raw)
+def _raise_for_status(endpoint: ModelEndpoint, status: int, headers, raw: bytes) -> None:
+    reason = _error_reason(headers, raw)
     # What a user sees: the status and, from a model API's own error, its short reason; for
     # any other answer only that it was not a model API's.
     detail = f"HTTP {status}: {reason}" if reason else f"HTTP {status}, not a model API's answer"
@@ -304,9 +351,9 @@ def _raise_for_status(endpoint: ModelEndpoint, response: transport.Response, raw
     if status == 402 or (status == 429 and "quota" in reason.lower()):
         raise ModelError(f"The provider says the account is out of credit or quota ({detail}).", kind="quota")
     if status == 429:
-        raise RetryableError(f"The endpoint is rate-limiting us ({detail}).", kind="rate_limit", retry_after=_retry_after(response))
+        raise RetryableError(f"The endpoint is rate-limiting us ({detail}).", kind="rate_limit", retry_after=_retry_after(headers))
     if status in (408, 409) or status >= 500:
-        raise RetryableError(f"The endpoint failed ({detail}).", kind="server", retry_after=_retry_after(response))
+        raise RetryableError(f"The endpoint failed ({detail}).", kind="server", retry_after=_retry_after(headers))
     raise ModelError(f"The endpoint rejected the request ({detail}).", kind="response")
 
 

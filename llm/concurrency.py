@@ -13,7 +13,7 @@ on a saturated endpoint a process that holds slots keeps each for HOLD_SECONDS a
 so other processes get turns less often (each slot comes free at least that often); an
 idle process gives its slots back within HOLD_SECONDS of their last use, and an exiting
 one at once. A kept slot's Redis lease outlasts its last call: a call ends within its
-connect + read timeout (llm.transport), and the lease runs 30 s beyond that.
+connect + 2 × read timeout (llm.http), and the lease runs 30 s beyond that.
 """
 
 import atexit

@@ -2,7 +2,7 @@
 an API key, and which addresses a request may be sent to.
 
 Both rules are checked twice: when an admin saves an endpoint (llm.services, so the mistake
-is refused where it is made) and on every call (llm.client for the key, llm.transport for the
+is refused where it is made) and on every call (llm.client for the key, llm.http for the
 address, where the socket is opened), because an endpoint saved before a rule existed, or
 under a deployment that allowed more, must not be used to get around it.
 

@@ -26,6 +26,11 @@ class ModelEndpoint(TimeStampedModel):
     connect_timeout = models.FloatField(default=10.0)
     read_timeout = models.FloatField(default=120.0)
     max_retries = models.PositiveSmallIntegerField(default=4)
+    stream = models.BooleanField(
+        default=False,
+        help_text="Ask for the answer as a stream of events. Keeps long answers alive through proxies that cut a "
+                  "connection that stays silent; costs a little more CPU per call.",
+    )
     price_input_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal("0"))
     price_output_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=Decimal("0"))
     enabled = models.BooleanField(default=True)

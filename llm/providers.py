@@ -44,7 +44,7 @@ def _parse_arguments(raw: object) -> tuple[dict | None, str]:
 # --- OpenAI-compatible -----------------------------------------------------------------
 
 def openai_request(*, model: str, messages: list[dict], tools: list[dict] | None, schema: dict | None,
-                   temperature: float | None, max_tokens: int | None) -> tuple[str, dict]:
+                   temperature: float | None, max_tokens: int | None) -> dict:
     body: dict = {"model": model, "messages": messages}
     if temperature is not None:
         body["temperature"] = temperature
@@ -54,7 +54,7 @@ def openai_request(*, model: str, messages: list[dict], tools: list[dict] | None
         body["tools"] = [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""), "parameters": t["parameters"]}} for t in tools]
     if schema is not None:
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
-    return "/chat/completions", body
+    return body
 
 
 def openai_reply(data: object, *, structured: bool) -> Reply:
@@ -104,7 +104,7 @@ def anthropic_messages(messages: list[dict]) -> tuple[str, list[dict]]:
 
 
 def anthropic_request(*, model: str, messages: list[dict], tools: list[dict] | None, schema: dict | None,
-                      temperature: float | None, max_tokens: int | None) -> tuple[str, dict]:
+                      temperature: float | None, max_tokens: int | None) -> dict:
     system, converted = anthropic_messages(messages)
     body: dict = {"model": model, "messages": converted, "max_tokens": max_tokens or 4096}
     if system:
@@ -118,7 +118,7 @@ def anthropic_request(*, model: str, messages: list[dict], tools: list[dict] | N
         body["tool_choice"] = {"type": "tool", "name": STRUCTURED_TOOL}
     if wire_tools:
         body["tools"] = wire_tools
-    return "/v1/messages", body
+    return body
 
 
 def anthropic_reply(data: object, *, structured: bool) -> Reply:

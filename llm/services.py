@@ -2,6 +2,7 @@ import re
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractUser, AnonymousUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -11,10 +12,10 @@ from llm.models import EndpointKind, ModelEndpoint
 
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 FIELDS = ("name", "kind", "base_url", "model", "api_key_env", "max_concurrency", "connect_timeout", "read_timeout",
-          "max_retries", "price_input_per_mtok", "price_output_per_mtok", "enabled")
+          "max_retries", "stream", "price_input_per_mtok", "price_output_per_mtok", "enabled")
 
 
-def _require_staff(user) -> None:
+def _require_staff(user: AbstractUser | AnonymousUser) -> None:
     if not (user.is_authenticated and user.is_staff):
         raise ApplicationError("Only a site admin can configure model endpoints.")
 
@@ -81,7 +82,7 @@ def _check_egress(data: dict, stored: dict) -> None:
         raise ValidationError(errors)
 
 
-def endpoint_save(*, user, data: dict, endpoint: ModelEndpoint | None = None) -> ModelEndpoint:
+def endpoint_save(*, user: AbstractUser | AnonymousUser, data: dict, endpoint: ModelEndpoint | None = None) -> ModelEndpoint:
     _require_staff(user)
     data = _clean(data)
     # What is in the database, not on `endpoint`: a ModelForm has already put the new values there.

@@ -8,6 +8,9 @@ of requests in flight.
     server.script(Reply(content="hello"), Reply(status=429, headers={"Retry-After": "1"}))
     server.responder = lambda request: Reply(structured={...})   # when the script is empty
 
+A request with `"stream": true` is answered as the provider streams (server-sent events:
+OpenAI's chat.completion.chunk lines, Anthropic's message_start … message_stop events).
+
 By default each answer closes its connection (HTTP/1.0). `FakeLLMServer(keep_alive=True)`
 keeps connections open as providers do; `idle_timeout` then closes one left idle that long
 without telling the client, as providers' load balancers do. `connections` counts the
@@ -139,11 +142,16 @@ class FakeLLMServer:
                     reply = server._next(request)
                     if reply.delay:
                         time.sleep(reply.delay)
-                    payload = reply.raw if reply.raw is not None else json.dumps(
-                        _anthropic_body(reply) if self.path.endswith("/messages") else _openai_body(reply, body)
-                    ).encode()
+                    anthropic = self.path.endswith("/messages")
+                    streamed = bool(body.get("stream")) and reply.status < 400 and reply.raw is None
+                    if streamed:
+                        payload = (_anthropic_events(reply) if anthropic else _openai_chunks(reply, body)).encode()
+                    else:
+                        payload = reply.raw if reply.raw is not None else json.dumps(
+                            _anthropic_body(reply) if anthropic else _openai_body(reply, body)
+                        ).encode()
                     self.send_response(reply.status)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", "text/event-stream" if streamed else "application/json")
                     self.send_header("content-length", str(len(payload)))
                     for name, value in reply.headers.items():
                         self.send_header(name, value)
@@ -199,3 +207,67 @@ def _anthropic_body(reply: Reply) -> dict:
         blocks.append({"type": "tool_use", "id": f"toolu_{i}", "name": c["name"], "input": c["arguments"]})
     return {"type": "message", "role": "assistant", "content": blocks, "stop_reason": "end_turn",
             "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens}}
+
+
+def _sse(events: list[tuple[str | None, dict | str]]) -> str:
+    lines = []
+    for name, data in events:
+        if name:
+            lines.append(f"event: {name}")
+        lines.append("data: " + (data if isinstance(data, str) else json.dumps(data)))
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def _openai_chunks(reply: Reply, request: dict) -> str:
+    """The answer as OpenAI streams it: the text in pieces, each tool call's arguments in
+    pieces, then the finish reason, then (with stream_options.include_usage) the usage."""
+    model = request.get("model", "fake")
+
+    def chunk(delta: dict, finish: str | None = None, **extra) -> dict:
+        return {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model,
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
+
+    content = json.dumps(reply.structured) if reply.structured is not None else reply.content
+    events = [(None, chunk({"role": "assistant", "content": ""}))]
+    for start in range(0, len(content or ""), 7):
+        events.append((None, chunk({"content": content[start : start + 7]})))
+    for i, call in enumerate(reply.tool_calls):
+        arguments = call["arguments"] if isinstance(call["arguments"], str) else json.dumps(call["arguments"])
+        events.append((None, chunk({"tool_calls": [{"index": i, "id": f"call_{i}", "type": "function",
+                                                      "function": {"name": call["name"], "arguments": ""}}]})))
+        for start in range(0, len(arguments), 9):
+            events.append((None, chunk({"tool_calls": [{"index": i, "function": {"arguments": arguments[start : start + 9]}}]})))
+    events.append((None, chunk({}, "tool_calls" if reply.tool_calls else reply.finish_reason)))
+    if (request.get("stream_options") or {}).get("include_usage"):
+        events.append((None, {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [],
+                              "usage": {"prompt_tokens": reply.input_tokens, "completion_tokens": reply.output_tokens,
+                                        "total_tokens": reply.input_tokens + reply.output_tokens}}))
+    events.append((None, "[DONE]"))
+    return _sse(events)
+
+
+def _anthropic_events(reply: Reply) -> str:
+    """The answer as Anthropic's Messages API streams it."""
+    body = _anthropic_body(reply)
+    events: list = [("message_start", {"type": "message_start", "message": {
+        "id": "msg_fake", "type": "message", "role": "assistant", "model": "fake", "content": [], "stop_reason": None,
+        "stop_sequence": None, "usage": {"input_tokens": reply.input_tokens, "output_tokens": 0}}})]
+    for index, block in enumerate(body["content"]):
+        if block["type"] == "text":
+            events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}))
+            for start in range(0, len(block["text"]), 7):
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                       "delta": {"type": "text_delta", "text": block["text"][start : start + 7]}}))
+        else:
+            events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": {
+                "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}))
+            arguments = json.dumps(block["input"])
+            for start in range(0, len(arguments), 9):
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
+                                                       "delta": {"type": "input_json_delta", "partial_json": arguments[start : start + 9]}}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
+    events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None},
+                                     "usage": {"output_tokens": reply.output_tokens}}))
+    events.append(("message_stop", {"type": "message_stop"}))
+    return _sse(events)

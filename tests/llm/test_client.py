@@ -122,9 +122,9 @@ def test_anthropic_kind_speaks_the_messages_api(db, fake_llm, monkeypatch):
     result = chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting", schema=SCHEMA)
     assert result.structured == {"title": "LOI", "amount": 3}
     request = fake_llm.requests[0]
-    assert request.path == "/v1/messages" and request.headers["x-api-key"] == "sk-ant-test"
+    assert request.path == "/v1/messages" and request.headers["authorization"] == "Bearer sk-ant-test"  # as the SDK sends it
     assert request.body["system"] == "You are terse." and request.body["tool_choice"] == {"type": "tool", "name": "respond"}
-    assert "authorization" not in request.headers
+    assert "anthropic-version" in request.headers
 
 
 def test_scripted_endpoint_answers_without_network_and_says_so(db, fake_llm):
@@ -143,7 +143,7 @@ def test_disabled_endpoint_is_refused(endpoint):
         chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
 
 
-# --- the transport: one keep-alive connection per thread and host ------------------------
+# --- HTTP under the SDKs: kept connections, timeouts, malformed answers ----------------------
 
 @pytest.fixture
 def keep_alive_server():
@@ -260,16 +260,17 @@ def test_tool_definitions_are_sent_whole_with_every_call(endpoint, fake_llm):
     assert fake_llm.requests[-1].body["tools"][0] == {"name": "read_file", "description": "Read a file.", "input_schema": tools[0]["parameters"]}
 
 
-def test_a_trickling_answer_is_cut_at_the_deadline_not_a_read_timeout_later(endpoint, fake_llm):
-    """connect + read timeout bounds a whole call (the endpoint slot's lease relies on it),
-    even when every byte arrives well within the read timeout."""
+def test_a_trickling_answer_is_cut_at_the_deadline(endpoint, fake_llm):
+    """A call is cut at the first byte after connect + read timeout, even when every byte
+    arrives well within the read timeout: so it never outlasts connect + 2 × read timeout
+    (the endpoint slot's lease relies on it)."""
     endpoint.connect_timeout, endpoint.read_timeout, endpoint.max_retries = 0.2, 1.0, 0
     endpoint.save()
     fake_llm.script(Reply(trickle=0.8, content="x" * 200))  # a byte every 0.8 s: never idle for 1 s, never done
     started = time.monotonic()
     with pytest.raises(ModelError, match="did not finish answering within 1 s"):
         chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
-    assert time.monotonic() - started < 1.2 + 0.25  # the deadline (a recv waiting for the next byte would end at 1.6 s)
+    assert time.monotonic() - started < 1.2 + 1.0  # the deadline passed by at most one read timeout (here: the byte at 1.6 s)
 
 
 def _tls_server(ca, *, answer: bytes | None):
@@ -290,6 +291,10 @@ def _tls_server(ca, *, answer: bytes | None):
             data = b""
             while b"\r\n\r\n" not in data:
                 data += tls.recv(65536)
+            head, _, rest = data.partition(b"\r\n\r\n")  # the whole request, so closing after the answer resets nothing
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+            while len(rest) < length:
+                rest += tls.recv(65536)
             if answer is None:
                 stop.wait(10)
             else:
@@ -307,12 +312,12 @@ def test_https_answers_are_read_and_a_silent_server_times_out(db, settings, monk
 
     import trustme
 
-    from llm import transport
+    from llm import http
 
     ca = trustme.CA()
     client_context = ssl.create_default_context()
     ca.configure_trust(client_context)
-    monkeypatch.setattr(transport, "_tls_context", client_context)
+    monkeypatch.setattr(http, "_tls_context", client_context)
     settings.LLM_BACKOFF_BASE = 0.01
     body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "over tls"}, "finish_reason": "stop"}], "usage": {}}).encode()
     url, _ = _tls_server(ca, answer=b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
@@ -361,3 +366,56 @@ def test_a_server_that_reads_the_request_slowly_is_cut_at_the_deadline(db, setti
         chat(endpoint=endpoint, messages=big, purpose="drafting")
     stop.set()
     assert time.monotonic() - started < 1.2 + 0.5
+
+
+# --- the official SDKs: streaming, and no credential from the environment ------------------
+
+@pytest.mark.parametrize("kind", ["openai_compatible", "anthropic"])
+def test_a_streaming_endpoint_gets_the_same_answer_in_events(db, fake_llm, kind):
+    endpoint = ModelEndpoint.objects.create(name=f"streamed {kind}", kind=kind, base_url=fake_llm.url, model="m", stream=True)
+    fake_llm.script(
+        Reply(content="A streamed answer, in several pieces.", input_tokens=321, output_tokens=45),
+        Reply(content=None, tool_calls=[{"name": "read_file", "arguments": {"path": "/deal/SPA.docx"}}]),
+        Reply(structured={"title": "LOI", "amount": 3}),
+    )
+    tools = [{"name": "read_file", "description": "Read a file.", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}]
+    text = chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+    assert text.text == "A streamed answer, in several pieces." and (text.input_tokens, text.output_tokens) == (321, 45)
+    called = chat(endpoint=endpoint, messages=MESSAGES, purpose="rollout", tools=tools)
+    assert [(c.name, c.arguments) for c in called.tool_calls] == [("read_file", {"path": "/deal/SPA.docx"})]
+    structured = chat(endpoint=endpoint, messages=MESSAGES, purpose="judge", schema=SCHEMA)
+    assert structured.structured == {"title": "LOI", "amount": 3}
+    assert all(request.body["stream"] is True for request in fake_llm.requests)
+    assert ModelCall.objects.filter(outcome="ok").count() == 3
+
+
+def test_a_streamed_error_is_the_same_error(db, fake_llm):
+    endpoint = ModelEndpoint.objects.create(name="streamed", kind="openai_compatible", base_url=fake_llm.url, model="m", stream=True, max_retries=0)
+    fake_llm.script(Reply(status=401, content="bad key"))
+    with pytest.raises(ModelError) as caught:
+        chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+    assert caught.value.kind == "auth" and "HTTP 401: bad key" in caught.value.message
+
+
+@pytest.mark.parametrize("kind", ["openai_compatible", "anthropic"])
+def test_an_endpoint_without_a_key_sends_no_credential_even_when_the_sdks_variables_are_set(db, fake_llm, monkeypatch, kind):
+    """The SDKs read OPENAI_API_KEY, OPENAI_ADMIN_KEY, ANTHROPIC_API_KEY … when given no key;
+    Taskwright always gives one (or none at all), so only a variable the admin chose is sent."""
+    for name in ("OPENAI_API_KEY", "OPENAI_ADMIN_KEY", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.setenv(name, f"env-secret-{name}")
+    endpoint = ModelEndpoint.objects.create(name=f"keyless {kind}", kind=kind, base_url=fake_llm.url, model="m")
+    assert chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting").text == "OK"
+    headers = fake_llm.requests[0].headers
+    assert "authorization" not in headers and "x-api-key" not in headers
+    assert not [value for value in headers.values() if "env-secret" in value]
+
+
+def test_one_sdk_client_per_endpoint_and_process_and_a_new_one_when_it_changes(endpoint, fake_llm):
+    from llm import client as llm_client
+
+    chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+    first = llm_client._sdk_client(endpoint, "sk-test-secret-key")
+    chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
+    assert llm_client._sdk_client(endpoint, "sk-test-secret-key") is first
+    endpoint.read_timeout = 33
+    assert llm_client._sdk_client(endpoint, "sk-test-secret-key") is not first

@@ -275,12 +275,12 @@ def test_a_kept_connection_opened_while_allowed_is_not_reused_once_not(db, setti
 
 def test_the_address_checked_is_the_address_connected_to(db, fake_llm, settings, monkeypatch):
     """DNS rebinding: a name that is public when checked and loopback a moment later. The
-    transport resolves once per connection and connects to exactly what it checked: the
+    connection pool (llm.http) resolves once per connection and connects to exactly what it checked: the
     second answer (the fake server on 127.0.0.1) is never asked for, let alone used."""
-    from llm import transport
+    import httpcore2
 
     port = int(fake_llm.url.rsplit(":", 1)[1].split("/")[0])
-    real_resolve, real_connect = socket.getaddrinfo, transport._connect
+    real_resolve, real_connect = socket.getaddrinfo, httpcore2.SyncBackend.connect_tcp
     answers, asked, connected_to = [], [], []
 
     def rebinding_dns(host, *args, **kwargs):
@@ -289,14 +289,14 @@ def test_the_address_checked_is_the_address_connected_to(db, fake_llm, settings,
         asked.append(host)
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answers.pop(0), port))]
 
-    def recorded_connect(addresses, timeout):
-        connected_to.extend(address[4][0] for address in addresses)
-        if addresses[0][4][0] != "127.0.0.1":
-            raise ConnectionRefusedError  # the public address, never actually dialled from a test
-        return real_connect(addresses, timeout)
+    def recorded_connect(backend, host, port, **kwargs):  # the socket's own connect, under llm.http's check
+        connected_to.append(host)
+        if host != "127.0.0.1":
+            raise httpcore2.ConnectError("ConnectionRefusedError")  # the public address, never actually dialled from a test
+        return real_connect(backend, host, port, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", rebinding_dns)
-    monkeypatch.setattr(transport, "_connect", recorded_connect)
+    monkeypatch.setattr(httpcore2.SyncBackend, "connect_tcp", recorded_connect)
     settings.MODEL_ALLOW_PRIVATE_NETWORKS = False
     saved = ModelEndpoint.objects.create(name="rebind", kind="openai_compatible", base_url=f"http://rebind.test:{port}/v1", model="m", max_retries=0)
 
