@@ -5,14 +5,13 @@ step limit, the time limit, a failure or a cancel.
 Every step is saved as it happens under a unique (rollout, index), and the conversation
 is rebuilt from the saved steps, so a rollout whose worker was killed resumes from its
 last saved step when the broker redelivers it, and a duplicate delivery does nothing.
-A model step whose tool calls only read is saved together with their results (and the
-call's row of the model-call log), in one statement: a worker killed between the model's
+A model step whose tool calls only read is saved together with their results, in one
+statement (then the call's row of the model-call log): a worker killed between the model's
 answer and that statement asks the model again on resume, and the reads changed nothing.
 A step with a write is saved before the write runs.
 """
 
 import contextlib
-import functools
 import json
 import logging
 import time
@@ -21,15 +20,16 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import IntegrityError, connection, connections, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db import IntegrityError, connection, transaction
+from django.db.models import DateTimeField, Exists, F, OuterRef, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from authoring.models import Criterion
-from core.db import columns, fetch_sets, insert_row, insert_rows, update_row
 from llm.client import chat
 from llm.errors import ModelError
 from llm.models import CallPurpose, ModelCall, ModelEndpoint
+from rollouts.grading.services import rollout_graded
 from rollouts.models import BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepKind
 from workspace.models import Overlay, OverlayEntry, OverlayPurpose
 from workspace.services import overlay_create
@@ -84,8 +84,6 @@ def rollout_execute(*, rollout_id: int) -> None:
         _finish(rollout, steps, RolloutStatus.FAILED, f"Internal error ({type(error).__name__}); the team has the log.")
         return
     if _finish(rollout, steps, RolloutStatus.COMPLETED, "Finished with a final answer.", final_answer=final):
-        from rollouts.grading.services import rollout_graded
-
         rollout_graded(rollout=rollout, has_criteria=rollout.batch.rubric_has_criteria)  # queued on the grading queue
 
 
@@ -102,46 +100,23 @@ def _endpoint_deleted(rollout: Rollout) -> bool:
 
 def _claim(rollout_id: int, now) -> tuple[Rollout, list[OverlayEntry]] | None:
     """The rollout, claimed, with its batch (batch_context), its overlay and the overlay's
-    entries (in id order), read in the claim's round trip; None if another delivery holds it
-    or it is finished. A queued rollout is claimed; a running one only when its heartbeat is
-    stale and it has attempts left and no stop request."""
-    ops = connection.ops
-    stale_before = now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS)
-    at, before = ops.adapt_datetimefield_value(now), ops.adapt_datetimefield_value(stale_before)
-    claim_sql, overlay_sql, entries_sql = _claim_sql(connection.alias)
-    params = [RolloutStatus.RUNNING, at, at, rollout_id, RolloutStatus.QUEUED, RolloutStatus.RUNNING, MAX_ATTEMPTS, before]
-    claimed = [rollout_id, RolloutStatus.RUNNING, at]  # (the overlay is read only if this claim took the rollout)
-    found, overlays, entries = fetch_sets([(Rollout, claim_sql, params), (Overlay, overlay_sql, claimed), (OverlayEntry, entries_sql, claimed)])
-    if not found:
+    entries (in id order); None if another delivery holds it or it is finished. A queued
+    rollout is claimed; a running one only when its heartbeat is stale and it has attempts
+    left and no stop request. The claim is one conditional UPDATE, so of two deliveries
+    racing for a rollout exactly one takes it; the reads after it see the claimed row."""
+    stale = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS))
+    claimable = Q(status=RolloutStatus.QUEUED) | (Q(status=RolloutStatus.RUNNING, attempts__lt=MAX_ATTEMPTS, stop_requested=False) & stale)
+    claimed = Rollout.objects.filter(claimable, pk=rollout_id).update(
+        status=RolloutStatus.RUNNING, attempts=F("attempts") + 1, heartbeat_at=now,
+        started_at=Coalesce("started_at", Value(now, output_field=DateTimeField())),
+    )
+    if not claimed:
         return None
-    rollout = found[0]
+    rollout = Rollout.objects.select_related("overlay").get(pk=rollout_id)
     rollout.batch = batch_context(rollout.batch_id)
-    if overlays:  # (None for a rollout of a batch started before rollouts had their own: _overlay makes it)
-        rollout.overlay = overlays[0]
+    # (no overlay for a rollout of a batch started before rollouts had their own: _overlay makes it)
+    entries = list(OverlayEntry.objects.filter(overlay_id=rollout.overlay_id).order_by("id")) if rollout.overlay_id else []
     return rollout, entries
-
-
-@functools.cache
-def _claim_sql(alias: str) -> tuple[str, str, str]:
-    """The claim (UPDATE … RETURNING the rollout), then its overlay and the overlay's entries."""
-    quote = connections[alias].ops.quote_name
-    table = quote(Rollout._meta.db_table)
-    status, attempts, heartbeat, started, stop, overlay = (quote(Rollout._meta.get_field(name).column) for name in ("status", "attempts", "heartbeat_at", "started_at", "stop_requested", "overlay"))
-    pk = quote(Rollout._meta.pk.column)
-    claim = (
-        f"UPDATE {table} SET {status} = %s, {attempts} = {attempts} + 1, {heartbeat} = %s, {started} = COALESCE({started}, %s) "  # noqa: S608 (names from the model, quoted)
-        f"WHERE {pk} = %s AND ({status} = %s OR ({status} = %s AND {attempts} < %s AND NOT {stop} "
-        f"AND ({heartbeat} IS NULL OR {heartbeat} < %s))) RETURNING {columns(Rollout, alias)}"
-    )
-    # The claimed rollout's overlay: a claim that took it left this status and heartbeat (a
-    # later statement sees the claim's change: one transaction on PostgreSQL, one after another elsewhere).
-    its_overlay = f"(SELECT {overlay} FROM {table} WHERE {pk} = %s AND {status} = %s AND {heartbeat} = %s)"  # noqa: S608
-    entry_overlay, entry_id = (quote(OverlayEntry._meta.get_field(name).column) for name in ("overlay", "id"))
-    return (
-        claim,
-        f"SELECT {columns(Overlay, alias)} FROM {quote(Overlay._meta.db_table)} WHERE {quote(Overlay._meta.pk.column)} = {its_overlay}",  # noqa: S608
-        f"SELECT {columns(OverlayEntry, alias)} FROM {quote(OverlayEntry._meta.db_table)} WHERE {entry_overlay} = {its_overlay} ORDER BY {entry_id}",  # noqa: S608
-    )
 
 
 BATCH_SECONDS = 5.0
@@ -197,7 +172,7 @@ def _totals(steps: list[Step]) -> dict:
 def _finish(rollout: Rollout, steps: list[Step], status: str, reason: str, final_answer: str = "") -> bool:
     """The terminal state with the final totals; False if the rollout had already left RUNNING."""
     values = {"status": status, "reason": reason[:2000], "final_answer": final_answer, "finished_at": timezone.now(), **_totals(steps)}
-    if not update_row(Rollout, rollout.pk, values, where={"status": RolloutStatus.RUNNING}):
+    if not Rollout.objects.filter(pk=rollout.pk, status=RolloutStatus.RUNNING).update(**values):
         return False
     for name, value in values.items():
         setattr(rollout, name, value)
@@ -238,7 +213,8 @@ def _messages(rollout: Rollout, steps: list[Step]) -> list[dict]:
 
 def _save_steps(rollout: Rollout, steps: list[Step], new: list[Step], log: ModelCall | None = None) -> None:
     """Save the next steps, numbered on from `steps` (the rollout's saved steps, in order),
-    and the model call's log row, in one statement, all or none; append them to `steps`.
+    in one statement, all or none, then the model call's row of the log; append them to
+    `steps`.
 
     Committed on its own: the unique (rollout, index) makes each step's only copy. Inside a
     caller's transaction (tests, a shell) a savepoint keeps that transaction usable after a
@@ -249,13 +225,13 @@ def _save_steps(rollout: Rollout, steps: list[Step], new: list[Step], log: Model
     atomic = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
     try:
         with atomic:
-            insert_rows([*new, log] if log is not None else new)
+            Step.objects.bulk_create(new)
     except IntegrityError:
-        # Another delivery of this rollout saved these steps: let that one carry on. The
-        # model call was made all the same, so it stays in the log.
-        if log is not None:
-            insert_row(log)
+        # Another delivery of this rollout saved these steps: let that one carry on.
         raise _Stop(RolloutStatus.RUNNING, "duplicate delivery") from None
+    finally:  # the model call was made either way, so it goes in the log
+        if log is not None:
+            log.save()
     steps.extend(new)
 
 
@@ -277,7 +253,7 @@ class _Pulse:
     def beat(self, steps: list[Step]) -> None:
         if time.monotonic() - self.last < PULSE_SECONDS:
             return
-        alive = update_row(Rollout, self.rollout.pk, {"heartbeat_at": timezone.now(), **_totals(steps)}, where={"stop_requested": False})
+        alive = Rollout.objects.filter(pk=self.rollout.pk, stop_requested=False).update(heartbeat_at=timezone.now(), **_totals(steps))
         self.last = time.monotonic()
         if not alive:
             raise _Stop(RolloutStatus.CANCELLED, "Cancelled while running.")
@@ -376,7 +352,7 @@ def _loop(rollout: Rollout, steps: list[Step], entries: list[OverlayEntry]) -> s
                 results = [_tool_step(rollout, workspace, call) for call in calls]
             except BaseException:  # (execute() turns errors into results: this is a shutdown or a bug) the call stays in the log
                 with contextlib.suppress(Exception):  # (never in place of the interruption itself)
-                    insert_row(result.log)
+                    result.log.save()
                 raise
             _save_steps(rollout, steps, [step, *results], log=result.log)
             continue

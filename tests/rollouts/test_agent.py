@@ -128,10 +128,13 @@ def test_the_claim_reads_the_overlay_and_what_was_written_into_it_before_the_sta
     with CaptureQueriesContext(connection) as queries:
         rollout_execute(rollout_id=rollout.pk)
     assert Step.objects.get(rollout=rollout, kind=StepKind.TOOL).text.count("Read me first.") == 1
-    if connection.vendor == "postgresql":  # read with the claim, not on their own
-        claim = queries.captured_queries[0]["sql"]
-        assert claim.startswith('UPDATE "rollouts_rollout"') and '"workspace_overlay"' in claim and '"workspace_overlayentry"' in claim
-        assert not [q["sql"] for q in queries.captured_queries[1:] if q["sql"].startswith("SELECT") and "workspace_overlay" in q["sql"]]
+    # The claim, then the rollout with its overlay in one read and the entries in another; never again.
+    sql = [q["sql"] for q in queries.captured_queries]
+    assert sql[0].startswith('UPDATE "rollouts_rollout"')
+    assert sql[1].startswith("SELECT") and '"workspace_overlay"' in sql[1]
+    entries = [i for i, q in enumerate(sql) if q.startswith('SELECT "workspace_overlayentry"')]
+    assert len(entries) == 1 and entries[0] <= 3  # (after the batch's one read, for a batch's first rollout)
+    assert not [q for q in sql[entries[0] + 1 :] if q.startswith("SELECT") and "workspace_overlay" in q]
 
 
 def test_no_tools_baseline_answers_from_the_prompt_alone(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
@@ -211,21 +214,20 @@ def test_a_duplicate_message_for_a_live_rollout_does_nothing(team, task, endpoin
     assert rollout.status == RolloutStatus.RUNNING and rollout.attempts == 3 and fake_llm.requests == []
 
 
-def test_a_claim_that_takes_nothing_reads_no_overlay(team, task, endpoint, monkeypatch, django_capture_on_commit_callbacks):
-    from core import db
+def test_a_claim_that_takes_nothing_reads_no_overlay(team, task, endpoint, django_capture_on_commit_callbacks, django_assert_num_queries):
     from rollouts import agent
     from workspace.services import overlay_entry_upsert
 
     batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
     rollout = batch.rollouts.get()
     overlay_entry_upsert(overlay=rollout.overlay, path="Notes/Big.md", kind="file", format="md", content="x" * 1000, metadata={})
-    read = []
-    monkeypatch.setattr(agent, "fetch_sets", lambda queries: read.append(db.fetch_sets(queries)) or read[-1])
     Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now(), heartbeat_at=timezone.now())
-    assert agent._claim(rollout.pk, timezone.now()) is None  # a live rollout: a duplicate message takes nothing
+    with django_assert_num_queries(1):  # the claim's UPDATE, which took nothing
+        assert agent._claim(rollout.pk, timezone.now()) is None  # a live rollout: a duplicate message takes nothing
     Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.QUEUED, attempts=0, heartbeat_at=None)
-    rollout_id, entries = agent._claim(rollout.pk, timezone.now())[0].pk, read[-1][2]
-    assert read[0] == [[], [], []] and rollout_id == rollout.pk and [e.path for e in entries] == ["Notes/Big.md"]
+    claimed, entries = agent._claim(rollout.pk, timezone.now())
+    assert claimed.pk == rollout.pk and claimed.status == RolloutStatus.RUNNING and claimed.attempts == 1
+    assert [e.path for e in entries] == ["Notes/Big.md"]
 
 
 # --- the hot path: overlays made at the start, the pulse, totals ---------------------------
@@ -373,11 +375,11 @@ def test_a_batch_is_read_once_for_its_rollouts_and_an_endpoint_edit_reaches_late
     first, second, third = batch.rollouts.order_by("index")
     fake_llm.responder = lambda request: Reply(content="$12m")
     rollout_execute(rollout_id=first.pk)
-    # The next rollout reads no batch, endpoint, task or world, and claims itself in one statement.
+    # The next rollout reads no batch, endpoint, task or world: the claim, then the rollout (a baseline has no overlay).
     with CaptureQueriesContext(connection) as queries:
         rollout_execute(rollout_id=second.pk)
-    claim = 1 if connection.vendor == "postgresql" else 3  # the claim, its overlay and entries: one round trip on PostgreSQL
-    assert queries.captured_queries[0]["sql"].startswith('UPDATE "rollouts_rollout"') and "RETURNING" in queries.captured_queries[0]["sql"]
+    claim = 2
+    assert queries.captured_queries[0]["sql"].startswith('UPDATE "rollouts_rollout"')
     selects = [q["sql"] for q in queries.captured_queries[claim:] if q["sql"].startswith("SELECT")]
     assert not [sql for sql in selects if any(table in sql for table in ("rolloutbatch", "modelendpoint", "envtask", "authoring_world", "rollouts_rollout", "criterion"))], selects
     assert Grade.objects.filter(rollout=second).count() == 1  # its rubric has criteria: queued for grading
