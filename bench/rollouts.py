@@ -31,6 +31,7 @@ temporary SQLite file and the filesystem broker. PostgreSQL needs a free connect
 worker thread. A batch holds at most 64 rollouts, so the rollouts go in batches of 50.
 
     .venv/bin/python bench/rollouts.py [--rollouts 200] [--steps 10] [--latency 0.2] [--threads 64] [--workers 1] [--no-web]
+    .venv/bin/python bench/rollouts.py --suite     # the four targets of issue 14, one run each (~3 min)
 
 `--workers N` starts N such processes instead of one (ideal = ceil(rollouts / (N × C)) × …),
 to measure what more processes buy; the issue's targets are for one.
@@ -225,9 +226,10 @@ def serve_model(steps: int, latency: float) -> None:
                 stats["calls"] += 1
                 in_flight += 1
                 stats["max_in_flight"] = max(stats["max_in_flight"], in_flight)
-                # The tool results in the conversation, counted in the worker's JSON (json.dumps'
-                # separators) rather than parsed: parsing 20 kB per call was most of this server's CPU.
-                reply = _reply(body.count(b'"role": "tool"'), steps, latency)
+                # The tool results in the conversation, counted in the worker's JSON (either
+                # json.dumps' separators or the SDK's compact ones) rather than parsed: parsing
+                # 20 kB per call was most of this server's CPU.
+                reply = _reply(body.count(b'"role": "tool"') + body.count(b'"role":"tool"'), steps, latency)
                 payload = json.dumps(_openai_body(reply, {"model": "fake"})).encode()
                 await asyncio.sleep(max(0.0, arrived + reply.delay - time.monotonic()))
                 writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n%s" % (len(payload), payload))
@@ -263,6 +265,42 @@ class ModelServer:
         return json.loads(self.process.communicate("stop\n", timeout=60)[0])
 
 
+# The targets (issue 14), each measured by one run of this script with PostgreSQL + Redis from
+# the environment, except the last, which drops them for the zero-set-up default (SQLite and
+# the filesystem broker). "2 processes" share the 64 threads (32 each): as many rollouts at
+# once as one process runs, with the CPU of two (PostgreSQL's 100 connections allow no more).
+SUITE = [
+    ("rollouts wall/ideal at 1.0 s, 1 process", ["--latency", "1.0"], "≤ 1.05"),
+    ("rollouts wall/ideal at 0.2 s, 2 processes", ["--latency", "0.2", "--workers", "2", "--threads", "32"], "≤ 1.15"),
+    ("rollouts wall/ideal at 0.2 s, 1 process", ["--latency", "0.2"], "for comparison"),
+    ("rollouts wall/ideal zero-set-up with web load", ["--latency", "0.2", "--zero-set-up"], "≤ 1.3"),
+]
+
+
+def suite() -> None:
+    """Each measurement in a process of its own, its full report kept in the output; then the
+    targets' lines, exactly as the issue names them."""
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres") or not os.environ.get("REDIS_URL"):
+        sys.exit("--suite measures on PostgreSQL + Redis: set DATABASE_URL and REDIS_URL (the zero-set-up run drops them itself).")
+    results, peaks = [], []
+    for label, options, target in SUITE:
+        env = dict(os.environ)
+        if "--zero-set-up" in options:
+            options = [o for o in options if o != "--zero-set-up"]
+            for name in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "LLM_SLOTS_REDIS_URL"):
+                env.pop(name, None)
+        print(f"--- {label} ({' '.join(options)}) ---", flush=True)
+        run = subprocess.run([sys.executable, __file__, *options], env=env, capture_output=True, text=True, check=False)
+        print(run.stdout + run.stderr[-2000:] if run.returncode else run.stdout, flush=True)
+        ratio = next((line.split(":", 1)[1].strip() for line in run.stdout.splitlines() if line.startswith("rollouts wall/ideal:")), "failed")
+        results.append((label, ratio, target))
+        if "--workers" not in options:
+            peaks += [int(line.split(":", 1)[1].split()[0]) for line in run.stdout.splitlines() if line.startswith("concurrent rollouts per process:")]
+    for label, ratio, target in results:
+        print(f"{label}: {ratio}    (target {target})")
+    print(f"concurrent rollouts per process: {min(peaks) if peaks else 0}    (target ≥ 50; the least of the one-process runs)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rollouts", type=int, default=200)
@@ -275,8 +313,11 @@ def main() -> None:
     parser.add_argument("--no-web", action="store_true", help="do not start the web server")
     parser.add_argument("--keep-logs", action="store_true", help="keep the worker's and the web server's logs (printed: where)")
     parser.add_argument("--profile", metavar="FILE", help="sample the worker with py-spy (pip install py-spy first; it is not a dependency) while the batches run: collapsed stacks of the thread holding the GIL, into FILE")
+    parser.add_argument("--suite", action="store_true", help="run the four measurements of the targets one after the other (see SUITE)")
     parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.suite:
+        return suite()
     args.py_spy = shutil.which("py-spy", path=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     if args.profile and args.py_spy is None:
         sys.exit("--profile needs py-spy: .venv/bin/pip install py-spy (it is not a dependency).")
