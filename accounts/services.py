@@ -2,11 +2,11 @@ from django.db import transaction
 from django.utils.text import slugify
 
 from accounts.models import Membership, Project, Role, User
-from core.exceptions import ApplicationError
+from core.exceptions import ApplicationError, PermissionRefused
 
 
 def require_role(membership: Membership, capability: str) -> None:
-    """Raise ApplicationError unless the membership carries `capability`
+    """Raise PermissionRefused unless the membership carries `capability`
     (one of "author", "review", "export")."""
     allowed = {
         "author": membership.can_author,
@@ -15,7 +15,7 @@ def require_role(membership: Membership, capability: str) -> None:
     }[capability]
     if not allowed:
         verb = {"author": "edit content", "review": "review tasks", "export": "build packs"}[capability]
-        raise ApplicationError(f"Your role in this project ({membership.role}) cannot {verb}.")
+        raise PermissionRefused(f"Your role in this project ({membership.role}) cannot {verb}.")
 
 
 def api_token_issue(*, user: User) -> str:

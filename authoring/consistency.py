@@ -23,7 +23,27 @@ DATE = re.compile(
     r"\b(\d{4}-\d{2}-\d{2}|\d{1,2} (?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* \d{4}|"
     r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]* \d{1,2},? \d{4})\b"
 )
-_NOT_NAMES = {"The", "This", "That", "These", "A", "An", "In", "On", "At", "Our", "We", "It", "Its", "As", "Is", "Will", "Shall", "And", "Of"}
+_NOT_NAMES = {
+    "The",
+    "This",
+    "That",
+    "These",
+    "A",
+    "An",
+    "In",
+    "On",
+    "At",
+    "Our",
+    "We",
+    "It",
+    "Its",
+    "As",
+    "Is",
+    "Will",
+    "Shall",
+    "And",
+    "Of",
+}
 NAME = re.compile(r"\b([A-Z][\w&.'-]*(?:\s+(?:[A-Z][\w&.'-]*|of|and|&))*)")
 
 

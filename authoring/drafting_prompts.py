@@ -27,14 +27,20 @@ SKELETON_SCHEMA = {
                 "type": "object",
                 "required": ["path", "kind", "brief", "target_size"],
                 "properties": {
-                    "path": {"type": "string", "description": "Folder/Name.ext for files; Mail/… for emails; Chat/<channel>/… for chat; Calendar/… for events"},
+                    "path": {
+                        "type": "string",
+                        "description": "Folder/Name.ext for files; Mail/… for emails; Chat/<channel>/… for chat; Calendar/… for events",
+                    },
                     "kind": {"type": "string", "enum": ["file", "email", "chat", "event"]},
                     "format": {"type": "string", "enum": ["docx", "xlsx", "pptx", "pdf", "md", "csv", ""]},
                     "brief": {"type": "string"},
                     "target_size": {"type": "integer", "minimum": 10},
                     "metadata": {
                         "type": "object",
-                        "properties": {k: {"type": "string"} for k in ("from", "to", "cc", "date", "subject", "channel", "attendees", "start", "end", "location", "thread")},
+                        "properties": {
+                            k: {"type": "string"}
+                            for k in ("from", "to", "cc", "date", "subject", "channel", "attendees", "start", "end", "location", "thread")
+                        },
                     },
                 },
             },
@@ -89,7 +95,9 @@ def draft_messages(document: Document, room: list[dict], *, instruction: str = "
     world = document.world
     kinds = dict(Document._meta.get_field("kind").choices)
     listing = "\n".join(f"- {d['path']} ({kinds.get(d['kind'], d['kind'])}): {d['brief'][:160]}" for d in room[:300])
-    context = "\n\n".join(f"### {d['path']}\nMetadata: {json.dumps(d['metadata'])}\n{d['content'][:6000]}" for d in neighbours(document, room))
+    context = "\n\n".join(
+        f"### {d['path']}\nMetadata: {json.dumps(d['metadata'])}\n{d['content'][:6000]}" for d in neighbours(document, room)
+    )
     ask = (
         f"Scenario outline:\n{world.outline}\n\nFacts sheet (every document must agree with it):\n{_facts(world)}\n\n"
         f"The data room:\n{listing}\n\n"

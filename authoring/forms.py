@@ -161,7 +161,9 @@ class CriterionForm(forms.Form):
         for name, (key, _) in CHECK_SETTINGS.items():
             if key in config:
                 initial[name] = config[key]
-        initial["check_match_case"] = bool(config.get("case_sensitive")) or (config.get("check") == "regex" and "i" not in str(config.get("flags", "")))
+        initial["check_match_case"] = bool(config.get("case_sensitive")) or (
+            config.get("check") == "regex" and "i" not in str(config.get("flags", ""))
+        )
         return initial
 
     def check_settings(self) -> list[tuple]:

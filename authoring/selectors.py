@@ -119,7 +119,9 @@ def world_consistency_report(*, world: World) -> list:
 
 def document_version_get_for_user(*, user: User, pk: int):
     return get_object_or_404(
-        DocumentVersion.objects.filter(document__world__project__in=project_list_for_user(user=user)).select_related("document", "document__world"),
+        DocumentVersion.objects.filter(document__world__project__in=project_list_for_user(user=user)).select_related(
+            "document", "document__world"
+        ),
         pk=pk,
     )
 
@@ -134,7 +136,8 @@ def draft_run_get_for_user(*, user: User, pk: int):
 
 def draft_job_get_for_user(*, user: User, pk: int):
     return get_object_or_404(
-        DraftJob.objects.filter(run__world__project__in=project_list_for_user(user=user)).select_related("run", "run__world", "document"), pk=pk
+        DraftJob.objects.filter(run__world__project__in=project_list_for_user(user=user)).select_related("run", "run__world", "document"),
+        pk=pk,
     )
 
 
@@ -143,4 +146,6 @@ def skeleton_proposal_latest(*, world: World):
 
 
 def skeleton_proposal_get_for_user(*, user: User, pk: int):
-    return get_object_or_404(SkeletonProposal.objects.filter(world__project__in=project_list_for_user(user=user)).select_related("world"), pk=pk)
+    return get_object_or_404(
+        SkeletonProposal.objects.filter(world__project__in=project_list_for_user(user=user)).select_related("world"), pk=pk
+    )

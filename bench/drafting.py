@@ -69,7 +69,9 @@ def main() -> None:
     world = services.world_create(project_id=project.pk, user=user, title="Bench world", outline="A bench.")
     for i in range(args.documents):
         services.document_create(world=world, user=user, path=f"Docs/Doc {i:03}.md", brief=f"Document {i}")
-    endpoint = ModelEndpoint.objects.create(name="fake", kind="openai_compatible", base_url=server.url, model="fake", max_concurrency=args.cap, read_timeout=30)
+    endpoint = ModelEndpoint.objects.create(
+        name="fake", kind="openai_compatible", base_url=server.url, model="fake", max_concurrency=args.cap, read_timeout=30
+    )
 
     with app.connection_for_write() as conn:
         for queue in ("drafting",):
@@ -97,7 +99,9 @@ def main() -> None:
                 sys.exit("timed out")
             time.sleep(0.05)
         wall = time.monotonic() - started
-        peak_kib = next((int(line.split()[1]) for line in Path(f"/proc/{worker.pid}/status").read_text().splitlines() if line.startswith("VmHWM")), 0)
+        peak_kib = next(
+            (int(line.split()[1]) for line in Path(f"/proc/{worker.pid}/status").read_text().splitlines() if line.startswith("VmHWM")), 0
+        )
     finally:
         worker.send_signal(signal.SIGTERM)
         try:

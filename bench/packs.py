@@ -42,8 +42,8 @@ WORLDS, DOCUMENTS = 10, 20
 def _setup_django() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     # As in production: with DEBUG on, Django keeps every query's SQL in memory.
-    os.environ |= {"DEBUG": "0", "SECRET_KEY": os.environ.get("BENCH_SECRET_KEY") or secrets.token_urlsafe(64), "ALLOWED_HOSTS": "127.0.0.1",
-                   "SECURE_SSL_REDIRECT": "0"}
+    os.environ |= {"DEBUG": "0", "SECRET_KEY": os.environ.get("BENCH_SECRET_KEY") or secrets.token_urlsafe(64),
+                   "ALLOWED_HOSTS": "127.0.0.1", "SECURE_SSL_REDIRECT": "0"}
     os.environ["BENCH_SECRET_KEY"] = os.environ["SECRET_KEY"]
     import django
 
@@ -90,8 +90,9 @@ def make_data(tasks: int) -> tuple[int, int]:
     while made < tasks:
         chunk = min(500, tasks - made)
         env_tasks = EnvTask.objects.bulk_create([
-            EnvTask(project=project, world=worlds[(made + i) % WORLDS], title=f"Task {made + i + 1}", prompt=f"Question {made + i + 1}: what is the price?",
-                    reference_answer="The price is $12m.", status="approved") for i in range(chunk)])
+            EnvTask(project=project, world=worlds[(made + i) % WORLDS], title=f"Task {made + i + 1}",
+                    prompt=f"Question {made + i + 1}: what is the price?", reference_answer="The price is $12m.", status="approved")
+            for i in range(chunk)])
         rubrics = RubricVersion.objects.bulk_create([RubricVersion(env_task=t, number=1) for t in env_tasks])
         Criterion.objects.bulk_create([Criterion(rubric_version=r, position=p, text=text, points=points, tag=tag)
                                        for r in rubrics for p, (text, points, tag) in enumerate(criteria)])
@@ -101,7 +102,8 @@ def make_data(tasks: int) -> tuple[int, int]:
                 snapshots[t.world_id] = env_task_snapshot(env_task=t, rubric_version=r)
         Submission.objects.bulk_create([
             Submission(project=project, env_task=t, number=1, rubric_version=r, status=SubmissionStatus.APPROVED,
-                       snapshot={**snapshots[t.world_id], "task": {**snapshots[t.world_id]["task"], "id": t.pk, "title": t.title, "prompt": t.prompt}})
+                       snapshot={**snapshots[t.world_id],
+                                 "task": {**snapshots[t.world_id]["task"], "id": t.pk, "title": t.title, "prompt": t.prompt}})
             for t, r in zip(env_tasks, rubrics, strict=True)])
         made += chunk
     return project.pk, admin.pk
@@ -132,7 +134,9 @@ def zip_seconds(pack_bytes: bytes) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, nargs="+", default=[1000, 5000])
-    parser.add_argument("--runs", type=int, default=2, help="builds per size: the first renders every world, the next find them in the world cache")
+    parser.add_argument(
+        "--runs", type=int, default=2, help="builds per size: the first renders every world, the next find them in the world cache"
+    )
     parser.add_argument("--build-only", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.build_only:
@@ -179,7 +183,9 @@ def _measure(tasks: int, runs: int) -> None:
     ratios, rss = [], []
     for run in range(runs):
         pack = pack_create(project_id=project_id, user=admin, name="Bench", submission_ids=ids)
-        child = subprocess.run([sys.executable, __file__, "--build-only", str(pack.pk)], capture_output=True, text=True, check=True, env=os.environ)
+        child = subprocess.run(
+            [sys.executable, __file__, "--build-only", str(pack.pk)], capture_output=True, text=True, check=True, env=os.environ
+        )
         result = json.loads(child.stdout.strip().splitlines()[-1])
         pack.refresh_from_db()
         if pack.status != PackStatus.READY:

@@ -194,7 +194,9 @@ def _reply(done: int, steps: int, latency: float):
     from tests.fake_llm import Reply
 
     if done < steps - 1:
-        call = {"name": "list_files", "arguments": {}} if done == 0 else {"name": "read_file", "arguments": {"path": PATHS[done % len(PATHS)]}}
+        call = (
+            {"name": "list_files", "arguments": {}} if done == 0 else {"name": "read_file", "arguments": {"path": PATHS[done % len(PATHS)]}}
+        )
         return Reply(content=f"Step {done + 1}: looking.", tool_calls=[call], delay=latency)
     return Reply(content=f"Final answer after {done} tool calls: the price is $12m.", delay=latency)
 
@@ -292,10 +294,16 @@ def suite() -> None:
         print(f"--- {label} ({' '.join(options)}) ---", flush=True)
         run = subprocess.run([sys.executable, __file__, *options], env=env, capture_output=True, text=True, check=False)
         print(run.stdout + run.stderr[-2000:] if run.returncode else run.stdout, flush=True)
-        ratio = next((line.split(":", 1)[1].strip() for line in run.stdout.splitlines() if line.startswith("rollouts wall/ideal:")), "failed")
+        ratio = next(
+            (line.split(":", 1)[1].strip() for line in run.stdout.splitlines() if line.startswith("rollouts wall/ideal:")), "failed"
+        )
         results.append((label, ratio, target))
         if "--workers" not in options:
-            peaks += [int(line.split(":", 1)[1].split()[0]) for line in run.stdout.splitlines() if line.startswith("concurrent rollouts per process:")]
+            peaks += [
+                int(line.split(":", 1)[1].split()[0])
+                for line in run.stdout.splitlines()
+                if line.startswith("concurrent rollouts per process:")
+            ]
     for label, ratio, target in results:
         print(f"{label}: {ratio}    (target {target})")
     print(f"concurrent rollouts per process: {min(peaks) if peaks else 0}    (target ≥ 50; the least of the one-process runs)")
@@ -307,12 +315,24 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10, help="model calls per rollout: steps − 1 tool calls, then the answer")
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--threads", type=int, default=64, help="each worker's thread pool (C)")
-    parser.add_argument("--pool", choices=["threads", "gevent"], default="threads", help="the worker's pool (gevent: pip install gevent first; it is not a dependency)")
+    parser.add_argument(
+        "--pool",
+        choices=["threads", "gevent"],
+        default="threads",
+        help="the worker's pool (gevent: pip install gevent first; it is not a dependency)",
+    )
     parser.add_argument("--workers", type=int, default=1, help="worker processes (the targets are for one)")
     parser.add_argument("--debug", action="store_true", help="run with DEBUG on (every query is logged: ~40%% more CPU per query)")
     parser.add_argument("--no-web", action="store_true", help="do not start the web server")
     parser.add_argument("--keep-logs", action="store_true", help="keep the worker's and the web server's logs (printed: where)")
-    parser.add_argument("--profile", metavar="FILE", help="sample the worker with py-spy (pip install py-spy first; it is not a dependency) while the batches run: collapsed stacks of the thread holding the GIL, into FILE")
+    parser.add_argument(
+        "--profile",
+        metavar="FILE",
+        help=(
+            "sample the worker with py-spy (pip install py-spy first; it is not a dependency) while the batches run: "
+            "collapsed stacks of the thread holding the GIL, into FILE"
+        ),
+    )
     parser.add_argument("--suite", action="store_true", help="run the four measurements of the targets one after the other (see SUITE)")
     parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -395,20 +415,24 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         world=world, user=user, title="Find the price", prompt="Read the data room and state the purchase price.", reference_answer="$12m",
     )
     endpoint = ModelEndpoint.objects.create(
-        name="fake", kind="openai_compatible", base_url=server.url, model="fake", max_concurrency=args.workers * args.threads + 8, read_timeout=30,
+        name="fake", kind="openai_compatible", base_url=server.url, model="fake", max_concurrency=args.workers * args.threads + 8,
+        read_timeout=30,
     )
 
     if settings.LLM_SLOTS_REDIS_URL:  # leases under this id are an earlier run's (its endpoint, in another database)
         import redis
 
-        redis.Redis.from_url(settings.LLM_SLOTS_REDIS_URL).delete(f"taskwright:llm-slots:{endpoint.pk}", f"taskwright:llm-slots:{endpoint.pk}:released")
+        redis.Redis.from_url(settings.LLM_SLOTS_REDIS_URL).delete(
+            f"taskwright:llm-slots:{endpoint.pk}", f"taskwright:llm-slots:{endpoint.pk}:released"
+        )
     with app.connection_for_write() as conn, contextlib.suppress(Exception):
         conn.default_channel.queue_purge("rollouts")
     env = dict(os.environ)
     workers = [
         subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "rollouts", "--pool", args.pool, "-c", str(args.threads), "--prefetch-multiplier", "2",
-             "-l", "info", "--without-heartbeat", "--without-gossip", "--without-mingle", "-n", f"bench-{uuid.uuid4().hex[:6]}@%h"],
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "-Q", "rollouts", "--pool", args.pool, "-c", str(args.threads),
+             "--prefetch-multiplier", "2", "-l", "info", "--without-heartbeat", "--without-gossip", "--without-mingle",
+             "-n", f"bench-{uuid.uuid4().hex[:6]}@%h"],
             cwd=ROOT, env=env, stdout=(var_dir / f"worker-{i}.log").open("w"), stderr=subprocess.STDOUT,
         )
         for i in range(args.workers)
@@ -428,7 +452,10 @@ def _run(args, database_url: str, var_dir: Path) -> None:
             _wait_for_log(web, web_log, "Quit the server", "the web server")
             # One load first, as a running site's server has had: the first request imports
             # every view (~0.7 s of CPU), which would otherwise compete with the worker.
-            with urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}{_task_url(env_task)}", headers={"Cookie": _session_cookie(user)}), timeout=60) as warm:
+            with urllib.request.urlopen(
+                urllib.request.Request(f"http://127.0.0.1:{port}{_task_url(env_task)}", headers={"Cookie": _session_cookie(user)}),
+                timeout=60,
+            ) as warm:
                 warm.read()
         for i, worker in enumerate(workers):
             _wait_for_log(worker, var_dir / f"worker-{i}.log", "ready.", "a worker")
@@ -441,7 +468,8 @@ def _run(args, database_url: str, var_dir: Path) -> None:
         profiler = None
         if args.profile:  # nonblocking: sampling does not pause the worker (a stack may be torn now and then)
             profiler = subprocess.Popen(
-                [args.py_spy, "record", "--pid", str(workers[0].pid), "--gil", "--nonblocking", "-r", "200", "-f", "raw", "-o", args.profile],
+                [args.py_spy, "record", "--pid", str(workers[0].pid), "--gil", "--nonblocking", "-r", "200", "-f", "raw",
+                 "-o", args.profile],
                 stdout=subprocess.DEVNULL, stderr=(var_dir / "py-spy.log").open("w"),
             )
         batches = []
@@ -509,20 +537,24 @@ def _run(args, database_url: str, var_dir: Path) -> None:
     calls = stats["calls"]
     ideal = math.ceil(args.rollouts / (args.workers * args.threads)) * args.steps * args.latency
     print(f"database: {'PostgreSQL' if database_url.startswith('postgres') else 'SQLite'}  broker: {app.conf.broker_url.split(':')[0]}  "
-          f"DEBUG: {'on' if args.debug else 'off'}  cores: {os.cpu_count()}  machine speed: {_loop_seconds():.2f} s for a loop of 10 M additions")
-    print(f"rollouts: {args.rollouts} × {args.steps} model calls  latency: {args.latency}s  worker processes: {args.workers} × threads (C): {args.threads}")
+          f"DEBUG: {'on' if args.debug else 'off'}  cores: {os.cpu_count()}  "
+          f"machine speed: {_loop_seconds():.2f} s for a loop of 10 M additions")
+    print(f"rollouts: {args.rollouts} × {args.steps} model calls  latency: {args.latency}s  "
+          f"worker processes: {args.workers} × threads (C): {args.threads}")
     print(f"statuses: {statuses}  steps saved: {steps} (expected {args.rollouts * (2 * args.steps - 1)})")
     if failures:
         print(f"first failure reasons: {failures}")
     answered = [1000 * seconds for seconds in stats["answer_seconds"]]
     print(f"model calls: {calls}  peak in flight at the model: {stats['max_in_flight']}  connections: {stats['connections']}  "
-          f"the fake server's answer time mean/p50/p99: {sum(answered) / max(len(answered), 1):.0f} / {_percentile(answered, 0.5):.0f} / {_percentile(answered, 0.99):.0f} ms")
-    print(f"worker CPU{' (all processes)' if args.workers > 1 else ''}: {worker_cpu:.1f}s = {1000 * worker_cpu / max(calls, 1):.2f} ms per model call (with its tool call and saved steps; "
-          f"{100 * worker_system / max(worker_cpu, 1e-9):.0f} % of it in the kernel)")
-    print(f"per model call, in the worker: {cycle_ms:.0f} ms = {chat_ms:.0f} ms in the llm client (the server waits {args.latency * 1000:.0f} ms) "
+          f"the fake server's answer time mean/p50/p99: {sum(answered) / max(len(answered), 1):.0f} / "
+          f"{_percentile(answered, 0.5):.0f} / {_percentile(answered, 0.99):.0f} ms")
+    print(f"worker CPU{' (all processes)' if args.workers > 1 else ''}: {worker_cpu:.1f}s = {1000 * worker_cpu / max(calls, 1):.2f} ms "
+          f"per model call (with its tool call and saved steps; {100 * worker_system / max(worker_cpu, 1e-9):.0f} % of it in the kernel)")
+    print(f"per model call, in the worker: {cycle_ms:.0f} ms = {chat_ms:.0f} ms in the llm client "
+          f"(the server waits {args.latency * 1000:.0f} ms) "
           f"+ {cycle_ms - chat_ms:.0f} ms in the rest of the agent loop (tool call, saving both steps)")
-    print(f"CPU during the run ({os.cpu_count()} cores × wall = {os.cpu_count() * wall:.0f} s): worker {worker_cpu:.1f} s, web server {web_cpu:.1f} s, "
-          f"the fake model server {model_cpu:.1f} s, this process (polling, page loads) {bench_cpu:.1f} s, "
+    print(f"CPU during the run ({os.cpu_count()} cores × wall = {os.cpu_count() * wall:.0f} s): worker {worker_cpu:.1f} s, "
+          f"web server {web_cpu:.1f} s, the fake model server {model_cpu:.1f} s, this process (polling, page loads) {bench_cpu:.1f} s, "
           f"PostgreSQL {services_cpu['postgres']:.1f} s, Redis {services_cpu['redis-server']:.1f} s")
     print(f"worker peak memory (VmHWM{', the largest process' if args.workers > 1 else ''}): {peak_kib / 1024:.0f} MiB")
     if handovers:

@@ -2,9 +2,11 @@
 query parameters, pagination, the base view and small serializer helpers."""
 
 from django.conf import settings
+from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import QuerySet
+from django.utils.decorators import method_decorator
 from drf_spectacular.extensions import OpenApiSerializerExtension
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
@@ -16,7 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from core.exceptions import ApplicationError, StaleEditError
+from core.exceptions import ApplicationError, PermissionRefused, StaleEditError
 
 MAX_ID = 2**63 - 1  # PostgreSQL bigint: a larger id would be a database error, not a 404
 
@@ -47,10 +49,14 @@ class DetailSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
+# What an operation that checks its input and the caller's role may answer (403: a
+# PermissionRefused). A read every member of the project may make: READ_ERRORS.
 ERRORS = {
     400: OpenApiResponse(DetailSerializer, description="Invalid input, or a rule of the domain said no."),
+    403: OpenApiResponse(DetailSerializer, description="Your role in the project may not do this."),
     404: OpenApiResponse(DetailSerializer, description="No such object in your projects."),
 }
+READ_ERRORS = {400: ERRORS[400], 404: ERRORS[404]}
 
 
 # --- Parsing ---------------------------------------------------------------------------
@@ -118,6 +124,9 @@ def status_parameter(choices: list[str]) -> OpenApiParameter:
 #   view also accepts `limit`, `offset` and the view's `list_filters`. Anything else is
 #   a 400, never silently ignored (a typo in a filter must not return everything).
 # - Path ids are parsed once, here: a non-integer id is a 400, not an ORM error.
+# - Exempt from LoginRequiredMiddleware: DRF authenticates (token or session) and answers
+#   401/403 JSON; the middleware's redirect to the sign-in page means nothing to a client.
+@method_decorator(login_not_required, name="dispatch")
 class ApiView(APIView):
 
     parser_classes = [JSONParser]
@@ -220,9 +229,11 @@ class RevisionedSerializerSchema(OpenApiSerializerExtension):
 
 
 def exception_handler(exc, context):
-    """Map domain errors to clear 400/409 answers; everything else as DRF does."""
+    """Map domain errors to clear 400/403/409 answers; everything else as DRF does."""
     if isinstance(exc, StaleEditError):
         return Response({"detail": exc.message, **exc.extra}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, PermissionRefused):
+        return Response({"detail": exc.message, **exc.extra}, status=status.HTTP_403_FORBIDDEN)
     if isinstance(exc, ApplicationError):
         return Response({"detail": exc.message, **exc.extra}, status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, DjangoValidationError):

@@ -54,7 +54,9 @@ def stale(states: JobStates, now=None) -> Q:
     """Running jobs whose worker gave no sign of life for JOB_STALE_SECONDS (or that a
     failed run left without a heartbeat)."""
     now = now or timezone.now()
-    return Q(status=states.running) & (Q(heartbeat_at__lt=now - timedelta(seconds=settings.JOB_STALE_SECONDS)) | Q(heartbeat_at__isnull=True))
+    return Q(status=states.running) & (
+        Q(heartbeat_at__lt=now - timedelta(seconds=settings.JOB_STALE_SECONDS)) | Q(heartbeat_at__isnull=True)
+    )
 
 
 def claim_job(model: type[models.Model], pk: int, *, states: JobStates, max_attempts: int, gave_up: str, **values) -> bool:

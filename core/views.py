@@ -3,22 +3,44 @@
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 
-from core.exceptions import ApplicationError, StaleEditError
+from core.exceptions import ApplicationError, PermissionRefused, StaleEditError
 
 UNPROCESSABLE = 422
 CONFLICT = 409
+FORBIDDEN = 403
+# Marks a 403 whose body is the form or fragment that says why, so static/js/app.js swaps
+# it like a 422. Any other 403 (a failed CSRF check after the session expired) is not
+# swapped: the page shows its generic "reload and sign in again" message instead.
+REFUSAL_HEADER = "Taskwright-Refusal"
+
+
+def error_status(error: ApplicationError) -> int:
+    """403 when the user's role may not do it, 409 for a stale edit, 422 for any other rule."""
+    if isinstance(error, PermissionRefused):
+        return FORBIDDEN
+    if isinstance(error, StaleEditError):
+        return CONFLICT
+    return UNPROCESSABLE
+
+
+def render_with_error(request: HttpRequest, template: str, context: dict, error: ApplicationError | None) -> HttpResponse:
+    """Render a form (page or htmx fragment) that shows `error`'s message wherever the
+    context put it: 200 with no error, else the status the error answers."""
+    response = render(request, template, context, status=error_status(error) if error else 200)
+    if isinstance(error, PermissionRefused):
+        response[REFUSAL_HEADER] = "1"
+    return response
 
 
 def render_error(request: HttpRequest, template: str, context: dict, error: ApplicationError) -> HttpResponse:
     """Re-render a form (page or htmx fragment) with the service's message.
 
-    A stale edit answers 409 and carries the saved values and a diff; any other rule
-    violation answers 422. htmx is configured (base.html) to swap both, so the user's
-    text stays on screen next to the message.
+    A stale edit answers 409 and carries the saved values and a diff; a refused
+    permission answers 403; any other rule violation answers 422. htmx swaps all three
+    (base.html, static/js/app.js), so the user's text stays on screen next to the message.
     """
     context = {**context, "error": error.message, "conflict": error.extra if isinstance(error, StaleEditError) else None}
-    status = CONFLICT if isinstance(error, StaleEditError) else UNPROCESSABLE
-    return render(request, template, context, status=status)
+    return render_with_error(request, template, context, error)
 
 
 def htmx_or_redirect(request: HttpRequest, template: str, context: dict, to: str, *args, **kwargs) -> HttpResponse:

@@ -81,7 +81,10 @@ def demo_content_load(*, data_dir: Path = DATA_DIR) -> DemoContent:
         task_deliverable_kind=task["deliverable_kind"],
         task_prompt=_text(task_dir, task["prompt_file"]),
         task_reference_answer=_text(task_dir, task["reference_answer_file"]),
-        criteria=tuple(_keys(row, "a criterion in task/task.json", required={"text", "points", "tag"}, optional=CRITERION_KEYS) for row in task["criteria"]),
+        criteria=tuple(
+            _keys(row, "a criterion in task/task.json", required={"text", "points", "tag"}, optional=CRITERION_KEYS)
+            for row in task["criteria"]
+        ),
     )
 
 

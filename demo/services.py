@@ -90,7 +90,9 @@ def _user(demo_user: DemoUser, password: str, say: Say) -> User:
     username = demo_user.username
     user = User.objects.filter(username=username).first()
     if user is None:
-        user = User.objects.create_user(username=username, password=password, first_name=demo_user.first_name, email=f"{username}@example.test")
+        user = User.objects.create_user(
+            username=username, password=password, first_name=demo_user.first_name, email=f"{username}@example.test"
+        )
         say(f"created user {username}")
     elif not user.check_password(password):
         # Keep the printed logins true: the stored password is the demo password.
@@ -104,7 +106,8 @@ def _project(content: DemoContent, users: dict[str, User], say: Say) -> Project:
     project = Project.objects.filter(slug=content.project_slug).first()
     if project is None:
         project = project_create(
-            name=content.project_name, slug=content.project_slug, description=content.project_description, created_by=_admin(content, users),
+            name=content.project_name, slug=content.project_slug, description=content.project_description,
+            created_by=_admin(content, users),
         )
         say(f"created project {content.project_name!r}")
     for demo_user in content.users:
@@ -156,7 +159,9 @@ def _scripted_endpoint(admin: User, say: Say) -> ModelEndpoint:
         admin.save(update_fields=["is_staff"])
     endpoint = ModelEndpoint.objects.filter(name=SCRIPTED_ENDPOINT_NAME).first()
     if endpoint is None:
-        endpoint = endpoint_save(user=admin, data={"name": SCRIPTED_ENDPOINT_NAME, "kind": EndpointKind.SCRIPTED, "max_concurrency": 8, "enabled": True})
+        endpoint = endpoint_save(
+            user=admin, data={"name": SCRIPTED_ENDPOINT_NAME, "kind": EndpointKind.SCRIPTED, "max_concurrency": 8, "enabled": True}
+        )
         say(f"registered the model endpoint {SCRIPTED_ENDPOINT_NAME!r} (scripted sample answers, no real model)")
     return endpoint
 

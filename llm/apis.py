@@ -59,7 +59,9 @@ class EndpointAdminSerializer(EndpointSerializer):
         help_text="Whether this deployment allows that variable as a model key (names starting with TASKWRIGHT_MODEL_KEY_, or "
         "listed in the server's MODEL_KEY_VARIABLES). A call through an endpoint whose variable is not allowed fails, sending nothing."
     )
-    key_set = serializers.BooleanField(help_text="Whether that variable is set on this server (always false for a variable that is not allowed).")
+    key_set = serializers.BooleanField(
+        help_text="Whether that variable is set on this server (always false for a variable that is not allowed)."
+    )
     max_concurrency = serializers.IntegerField()
     connect_timeout = serializers.FloatField()
     read_timeout = serializers.FloatField()
@@ -93,13 +95,19 @@ class EndpointWriteSerializer(serializers.Serializer):
         "the server's MODEL_KEY_VARIABLES lists it. Never the key itself: it is refused. A variable the deployment does not allow "
         "is refused too (400 naming api_key_env).",
     )
-    max_concurrency = serializers.IntegerField(min_value=1, max_value=1000, default=4, help_text="Calls in flight at once, across every worker.")
+    max_concurrency = serializers.IntegerField(
+        min_value=1, max_value=1000, default=4, help_text="Calls in flight at once, across every worker."
+    )
     connect_timeout = serializers.FloatField(min_value=0.1, max_value=600, default=10.0, help_text="Seconds.")
     read_timeout = serializers.FloatField(min_value=0.1, max_value=3600, default=120.0, help_text="Seconds.")
     max_retries = serializers.IntegerField(min_value=0, max_value=10, default=4)
     stream = serializers.BooleanField(default=False, help_text="Ask for answers as a stream of events (where the provider offers it).")
-    price_input_per_mtok = serializers.DecimalField(max_digits=10, decimal_places=4, min_value=0, default=0, help_text="$ per million input tokens.")
-    price_output_per_mtok = serializers.DecimalField(max_digits=10, decimal_places=4, min_value=0, default=0, help_text="$ per million output tokens.")
+    price_input_per_mtok = serializers.DecimalField(
+        max_digits=10, decimal_places=4, min_value=0, default=0, help_text="$ per million input tokens."
+    )
+    price_output_per_mtok = serializers.DecimalField(
+        max_digits=10, decimal_places=4, min_value=0, default=0, help_text="$ per million output tokens."
+    )
     enabled = serializers.BooleanField(default=True)
 
 
@@ -108,7 +116,9 @@ def _endpoint_data(endpoint: ModelEndpoint, user) -> dict:
         return EndpointSerializer(endpoint).data
     # Whether an allowed variable is set is said; its value is never read into the answer, and
     # of a variable the deployment does not allow not even whether it exists.
-    endpoint.key_allowed = not endpoint.api_key_env or egress.key_variable_allowed(endpoint.api_key_env, listed=settings.MODEL_KEY_VARIABLES)
+    endpoint.key_allowed = not endpoint.api_key_env or egress.key_variable_allowed(
+        endpoint.api_key_env, listed=settings.MODEL_KEY_VARIABLES
+    )
     endpoint.key_set = bool(endpoint.key_allowed and endpoint.api_key_env and os.environ.get(endpoint.api_key_env))
     return EndpointAdminSerializer(endpoint).data
 
@@ -121,7 +131,9 @@ def _endpoint_get(pk: int) -> ModelEndpoint:
     return endpoint
 
 
-ENDPOINT_RESPONSE = OpenApiResponse(EndpointAdminSerializer, description="Site admins get the configuration too; others the fields of Endpoint.")
+ENDPOINT_RESPONSE = OpenApiResponse(
+    EndpointAdminSerializer, description="Site admins get the configuration too; others the fields of Endpoint."
+)
 STAFF_ERRORS = {**ERRORS, 403: OpenApiResponse(DetailSerializer, description=STAFF_ONLY)}
 
 
@@ -142,7 +154,11 @@ class ModelEndpointListApi(ApiView):
         page = paginator.paginate_queryset(ModelEndpoint.objects.order_by("name", "id"), request, view=self)
         return paginator.get_paginated_response([_endpoint_data(e, request.user) for e in page])
 
-    @extend_schema(summary="Add a model endpoint (site admins)", request=EndpointWriteSerializer, responses={201: EndpointAdminSerializer, **STAFF_ERRORS})
+    @extend_schema(
+        summary="Add a model endpoint (site admins)",
+        request=EndpointWriteSerializer,
+        responses={201: EndpointAdminSerializer, **STAFF_ERRORS},
+    )
     def post(self, request: Request) -> Response:
         data = self.valid_data(EndpointWriteSerializer)
         endpoint = endpoint_save(user=request.user, data=data)

@@ -6,7 +6,7 @@ from django.contrib.auth.models import AbstractUser, AnonymousUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from core.exceptions import ApplicationError
+from core.exceptions import ApplicationError, PermissionRefused
 from llm import egress
 from llm.models import EndpointKind, ModelEndpoint
 
@@ -15,9 +15,9 @@ FIELDS = ("name", "kind", "base_url", "model", "api_key_env", "max_concurrency",
           "max_retries", "stream", "price_input_per_mtok", "price_output_per_mtok", "enabled")
 
 
-def _require_staff(user: AbstractUser | AnonymousUser) -> None:
+def require_staff(user: AbstractUser | AnonymousUser) -> None:
     if not (user.is_authenticated and user.is_staff):
-        raise ApplicationError("Only a site admin can configure model endpoints.")
+        raise PermissionRefused("Only a site admin can configure model endpoints.")
 
 
 def _clean(data: dict) -> dict:
@@ -83,7 +83,7 @@ def _check_egress(data: dict, stored: dict) -> None:
 
 
 def endpoint_save(*, user: AbstractUser | AnonymousUser, data: dict, endpoint: ModelEndpoint | None = None) -> ModelEndpoint:
-    _require_staff(user)
+    require_staff(user)
     data = _clean(data)
     # What is in the database, not on `endpoint`: a ModelForm has already put the new values there.
     stored = {}

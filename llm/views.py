@@ -1,19 +1,18 @@
 import os
 
 from django.conf import settings
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Q, Sum
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, redirect
 from django.views.decorators.http import require_http_methods
 
 from core.exceptions import ApplicationError
-from core.views import UNPROCESSABLE
+from core.views import render_with_error
 from llm import egress
 from llm.forms import EndpointForm
 from llm.models import ModelCall, ModelEndpoint
-from llm.services import endpoint_save
+from llm.services import endpoint_save, require_staff
 
 
 def _endpoint_rows(endpoints) -> list[dict]:
@@ -26,24 +25,24 @@ def _endpoint_rows(endpoints) -> list[dict]:
     return rows
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def model_endpoints(request: HttpRequest, pk: int | None = None) -> HttpResponse:
     """Every user sees which models exist; only site admins add or change them."""
     editing = get_object_or_404(ModelEndpoint, pk=pk) if pk else None
     form = EndpointForm(request.POST or None, instance=editing)
-    error = None
+    failure: ApplicationError | None = None
     if request.method == "POST":
         try:
+            require_staff(request.user)  # before the form: a refusal is a 403 whatever was typed
             if not form.is_valid():
                 field, messages = next(iter(form.errors.items()))
                 raise ApplicationError(f"{form.fields[field].label if field in form.fields else ''}: {messages[0]}")
             endpoint_save(user=request.user, data=form.cleaned_data, endpoint=editing)
         except ApplicationError as exc:
-            error = exc.message
+            failure = exc
         except ValidationError as exc:  # a field the service refused: named as the form names it
             field, messages = next(iter(exc.message_dict.items()))
-            error = f"{form.fields[field].label if field in form.fields else field}: {messages[0]}"
+            failure = ApplicationError(f"{form.fields[field].label if field in form.fields else field}: {messages[0]}")
         else:
             return redirect("model-endpoints")
     usage = []
@@ -53,7 +52,8 @@ def model_endpoints(request: HttpRequest, pk: int | None = None) -> HttpResponse
             output_tokens=Sum("output_tokens"), cost=Sum("cost"),
         ).order_by("endpoint_name", "purpose"))
     context = {
-        "rows": _endpoint_rows(ModelEndpoint.objects.all()), "form": form, "editing": editing, "error": error,
+        "rows": _endpoint_rows(ModelEndpoint.objects.all()), "form": form, "editing": editing,
+        "error": failure.message if failure else None,
         "usage": usage, "recent": ModelCall.objects.all()[:50] if request.user.is_staff else [],
     }
-    return render(request, "llm/model_endpoints.html", context, status=UNPROCESSABLE if error else 200)
+    return render_with_error(request, "llm/model_endpoints.html", context, failure)

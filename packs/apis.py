@@ -43,7 +43,9 @@ class PackSerializer(serializers.Serializer):
     sha256 = serializers.CharField(help_text="Of the zip file, once ready.")
     formats = serializers.ListField(child=serializers.CharField(), help_text="The formats the pack is written in.")
     manifest = serializers.JSONField(help_text="What is inside: formats, counts, contents per format, the sha256 and size of every file.")
-    format_downloads = serializers.SerializerMethodField(help_text="format → URL of a zip holding only that format (and the worlds it reads).")
+    format_downloads = serializers.SerializerMethodField(
+        help_text="format → URL of a zip holding only that format (and the worlds it reads)."
+    )
     error = serializers.CharField()
     download_url = serializers.SerializerMethodField()
     created_by = username_field("created_by")
@@ -158,7 +160,8 @@ class PackVersionsApi(ApiView):
 @extend_schema(parameters=[ID_PARAMETER])
 class PackDiffApi(ApiView):
     @extend_schema(summary="What changed since the previous built version of the same name",
-                   responses={200: PackDiffSerializer, 404: ERRORS[404], 409: OpenApiResponse(DetailSerializer, description="Not built yet.")})
+                   responses={200: PackDiffSerializer, 404: ERRORS[404],
+                              409: OpenApiResponse(DetailSerializer, description="Not built yet.")})
     def get(self, request: Request, pk: int) -> Response:
         pack = selectors.pack_get_for_user(user=request.user, pk=pk)
         if pack.status != PackStatus.READY:
@@ -223,4 +226,6 @@ class PackImportApi(ApiView):
         if uploaded is None:
             raise InvalidRequest("Send the pack zip in the multipart field `file`.")
         tasks = services.pack_import(project_id=project_id, user=request.user, uploaded_file=uploaded)
-        return Response({"task_ids": [t.pk for t in tasks], "world_ids": sorted({t.world_id for t in tasks})}, status=status.HTTP_201_CREATED)
+        return Response(
+            {"task_ids": [t.pk for t in tasks], "world_ids": sorted({t.world_id for t in tasks})}, status=status.HTTP_201_CREATED
+        )

@@ -204,7 +204,10 @@ def _readme(pack_info: dict, formats: list[str], totals: _Totals) -> bytes:
         lines.append("| `world_files_zipped/<world_id>.zip` | each world in the APEX-Agents / Archipelago layout "
                      "(`filesystem/`, `.apps_data/mail|chat|calendar`) |")
     where = {
-        "apex": "`tasks_and_rubrics.json`, `world_descriptions.json`, `verifiers.json`, `eval_configs.json` (how verifiers add up to a score)",
+        "apex": (
+            "`tasks_and_rubrics.json`, `world_descriptions.json`, `verifiers.json`, `eval_configs.json` "
+            "(how verifiers add up to a score)"
+        ),
         "healthbench": "`healthbench.jsonl`",
         "inspect": "`inspect/` — run `inspect eval inspect/task.py --model <model> -T judge_model=<model>`",
         "huggingface": "`hf/` — `datasets.load_dataset(\"parquet\", data_files=\"hf/tasks.parquet\")`",
@@ -260,7 +263,8 @@ def build_pack_zip(
                 _each_writer(writers, "add_world", world, label)
                 del snapshot_world, world
             task = task_from_snapshot(
-                {"task": row.task, "rubric": row.rubric, "world": {"title": row.world_title}}, submission_id=row.id, version=row.number, world_id=world_id, domain=domain,
+                {"task": row.task, "rubric": row.rubric, "world": {"title": row.world_title}}, submission_id=row.id, version=row.number,
+                world_id=world_id, domain=domain,
                 grading={"pass_threshold": row.pass_threshold, "all_must_pass": row.all_must_pass, "judge_samples": row.judge_samples},
                 difficulty=row.difficulty, cost=row.cost,
             )
@@ -288,7 +292,9 @@ def build_pack_zip(
                 raise BuildError(f"The pack was not built: the {FORMATS[writer.name][2]} format failed: {exc.message}") from None
             except Exception as exc:
                 logger.exception("pack format %s failed", writer.name)
-                raise BuildError(f"The pack was not built: the {FORMATS[writer.name][2]} format failed ({type(exc).__name__}: {exc}).") from None
+                raise BuildError(
+                    f"The pack was not built: the {FORMATS[writer.name][2]} format failed ({type(exc).__name__}: {exc})."
+                ) from None
             totals.per_format[writer.name] = [f["path"] for f in output.files[before:]]
         on_progress(95)
         output.write_bytes("README.md", _readme(pack_info, formats, totals))
@@ -316,7 +322,9 @@ def _world_into(output: ZipOutput | None, snapshot_world: dict, world_id: str, l
     try:
         data, counts = cache.get_or_render(world) if cache is not None else render_world(world)
     except ApplicationError as exc:
-        raise BuildError(f"The pack was not built: {label} is on the world {world.title!r}, which cannot be exported. {exc.message}") from None
+        raise BuildError(
+            f"The pack was not built: {label} is on the world {world.title!r}, which cannot be exported. {exc.message}"
+        ) from None
     if output is not None:
         output.write_bytes(world.zip_path, data)
     return world_from_snapshot(snapshot_world, world_id=world_id, counts=counts)

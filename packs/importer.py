@@ -75,7 +75,9 @@ def read_pack(source: BinaryIO) -> tuple[ImportedPack, zipfile.ZipFile]:
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
         raise _refuse("it is not a Taskwright pack (its manifest names another format).")
     if manifest.get("format_version") != FORMAT_VERSION:
-        raise _refuse(f"it is a Taskwright pack of format version {manifest.get('format_version')}; this Taskwright reads version {FORMAT_VERSION}.")
+        raise _refuse(
+            f"it is a Taskwright pack of format version {manifest.get('format_version')}; this Taskwright reads version {FORMAT_VERSION}."
+        )
     if "taskwright" not in (manifest.get("formats") or []):
         raise _refuse("the pack was built without Taskwright's own format, which is what an import reads; build it again with that format.")
     listed = {f.get("path"): f for f in manifest.get("files") or [] if isinstance(f, dict)}

@@ -12,7 +12,9 @@ def pack_list_for_user(*, user: User | AnonymousUser, project_id: int | None = N
     if not user.is_authenticated:
         return Pack.objects.none()
     admin_projects = Membership.objects.filter(user=user, role=Role.ADMIN).values("project_id")
-    qs = Pack.objects.filter(project_id__in=admin_projects).select_related("project", "created_by").annotate(task_count=Count("submissions"))
+    qs = (
+        Pack.objects.filter(project_id__in=admin_projects).select_related("project", "created_by").annotate(task_count=Count("submissions"))
+    )
     if project_id is not None:
         qs = qs.filter(project_id=project_id)
     return qs

@@ -62,7 +62,9 @@ def pack_create(*, project_id: int, user: User, name: str, submission_ids: list[
     ids = {int(i) for i in submission_ids}
     if not ids:
         raise ApplicationError("Choose at least one approved task.")
-    submissions = list(Submission.objects.filter(pk__in=ids, project_id=project_id, status=SubmissionStatus.APPROVED).only("pk", "env_task_id"))
+    submissions = list(
+        Submission.objects.filter(pk__in=ids, project_id=project_id, status=SubmissionStatus.APPROVED).only("pk", "env_task_id")
+    )
     if len(submissions) != len(ids):
         raise ApplicationError("Only approved tasks of this project can go into a pack.")
     if len({s.env_task_id for s in submissions}) != len(submissions):
@@ -118,7 +120,9 @@ def pack_build(*, pack_id: int) -> None:
     - a ready or failed pack is left alone.
     The zip is deterministic, so a rebuild produces the same bytes.
     """
-    if not claim_job(Pack, pack_id, states=BUILD_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The build was interrupted too many times.", progress=0):
+    if not claim_job(
+        Pack, pack_id, states=BUILD_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The build was interrupted too many times.", progress=0
+    ):
         return
     pack = Pack.objects.select_related("project").get(pk=pack_id)
     try:
@@ -133,7 +137,9 @@ def pack_build(*, pack_id: int) -> None:
             error = f"Internal error ({type(exc).__name__}: {exc})"
         PackTaskEntry.objects.filter(pack_id=pack_id).delete()
         PackWorldEntry.objects.filter(pack_id=pack_id).delete()
-        Pack.objects.filter(pk=pack_id, status=PackStatus.BUILDING).update(status=PackStatus.FAILED, error=error[:4000], finished_at=timezone.now())
+        Pack.objects.filter(pk=pack_id, status=PackStatus.BUILDING).update(
+            status=PackStatus.FAILED, error=error[:4000], finished_at=timezone.now()
+        )
 
 
 ROWS_PER_CHUNK = 50  # snapshots read from the database at a time
@@ -151,7 +157,20 @@ def _rows(pack: Pack):
                           "rubric_version__all_must_pass", "rubric_version__judge_samples"))
     for chunk in batched(query.iterator(chunk_size=ROWS_PER_CHUNK), ROWS_PER_CHUNK):
         measured = task_measurements([(row[7], row[8]) for row in chunk])
-        for pk, number, task, rubric, world_pk, world_title, world_digest, task_pk, rubric_id, threshold, all_must_pass, judge_samples in chunk:
+        for (
+            pk,
+            number,
+            task,
+            rubric,
+            world_pk,
+            world_title,
+            world_digest,
+            task_pk,
+            rubric_id,
+            threshold,
+            all_must_pass,
+            judge_samples,
+        ) in chunk:
             difficulty, model_usd = measured[(task_pk, rubric_id)]
             yield SubmissionRow(id=pk, number=number, task=task, rubric=rubric, world_pk=world_pk, world_title=world_title,
                                 world_digest=world_digest, pass_threshold=threshold, all_must_pass=all_must_pass,
@@ -209,8 +228,9 @@ def _write_pack_file(pack: Pack) -> None:
         entries.clear()
 
     def on_world(built: BuiltWorld) -> None:
-        PackWorldEntry.objects.create(pack_id=pack.pk, world_id=built.world.world_id, world_pk=built.world_pk, title=built.world.title[:200],
-                                      digest=built.digest, documents=built.documents, counts=built.world.counts)
+        PackWorldEntry.objects.create(pack_id=pack.pk, world_id=built.world.world_id, world_pk=built.world_pk,
+                                      title=built.world.title[:200], digest=built.digest, documents=built.documents,
+                                      counts=built.world.counts)
 
     pack_info = {
         "name": pack.name,

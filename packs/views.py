@@ -1,4 +1,3 @@
-from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -24,7 +23,6 @@ def _admin_membership(request: HttpRequest, project_pk: int):
     return membership
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def pack_list(request: HttpRequest, project_pk: int) -> HttpResponse:
     membership = _admin_membership(request, project_pk)
@@ -47,7 +45,6 @@ def pack_list(request: HttpRequest, project_pk: int) -> HttpResponse:
     return render(request, "packs/pack_list.html", context)
 
 
-@login_required
 @require_POST
 def pack_import(request: HttpRequest, project_pk: int) -> HttpResponse:
     membership = _admin_membership(request, project_pk)
@@ -65,7 +62,6 @@ def pack_import(request: HttpRequest, project_pk: int) -> HttpResponse:
     return render(request, "packs/pack_imported.html", {"project": membership.project, "tasks": tasks})
 
 
-@login_required
 @require_GET
 def pack_detail(request: HttpRequest, pk: int) -> HttpResponse:
     pack = selectors.pack_get_for_user(user=request.user, pk=pk)
@@ -82,7 +78,6 @@ def pack_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "packs/pack_detail.html", context)
 
 
-@login_required
 @require_POST
 def pack_build_again(request: HttpRequest, pk: int) -> HttpResponse:
     pack = selectors.pack_get_for_user(user=request.user, pk=pk)
@@ -93,7 +88,6 @@ def pack_build_again(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("pack-detail", pk=again.pk)
 
 
-@login_required
 @require_GET
 def pack_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Polled every 2 s while the pack builds; renders without the trigger once done."""
@@ -110,7 +104,6 @@ def _ready(pack: Pack) -> bool:
     return pack.status == PackStatus.READY and bool(pack.file)
 
 
-@login_required
 @require_GET
 def pack_download(request: HttpRequest, pk: int) -> HttpResponse:
     pack = selectors.pack_get_for_user(user=request.user, pk=pk)
@@ -121,7 +114,6 @@ def pack_download(request: HttpRequest, pk: int) -> HttpResponse:
     return response
 
 
-@login_required
 @require_GET
 def pack_download_format(request: HttpRequest, pk: int, key: str) -> HttpResponse:
     pack = selectors.pack_get_for_user(user=request.user, pk=pk)

@@ -8,7 +8,7 @@ from accounts.services import require_role
 from authoring.models import EnvTask, EnvTaskStatus
 from authoring.selectors import rubric_version_current
 from authoring.services import env_task_set_status, env_task_snapshot, rubric_version_freeze
-from core.exceptions import ApplicationError
+from core.exceptions import ApplicationError, PermissionRefused
 from core.services import status_change_record
 from reviews.models import Decision, Review, Submission, SubmissionStatus
 from reviews.selectors import review_claimed_by_user, review_queue_for_user
@@ -65,7 +65,13 @@ def submission_claim_next(*, user: User) -> Submission | None:
             )
             if claimed:
                 submission = Submission.objects.get(pk=candidate_id)
-                status_change_record(subject=submission, project_id=submission.project_id, actor=user, from_status=SubmissionStatus.QUEUED, to_status=SubmissionStatus.CLAIMED)
+                status_change_record(
+                    subject=submission,
+                    project_id=submission.project_id,
+                    actor=user,
+                    from_status=SubmissionStatus.QUEUED,
+                    to_status=SubmissionStatus.CLAIMED,
+                )
                 return submission
     return None
 
@@ -80,7 +86,13 @@ def submission_release(*, submission: Submission, user: User) -> Submission:
     if not released:
         raise ApplicationError("You are not reviewing this submission.")
     submission.refresh_from_db()
-    status_change_record(subject=submission, project_id=submission.project_id, actor=user, from_status=SubmissionStatus.CLAIMED, to_status=SubmissionStatus.QUEUED)
+    status_change_record(
+        subject=submission,
+        project_id=submission.project_id,
+        actor=user,
+        from_status=SubmissionStatus.CLAIMED,
+        to_status=SubmissionStatus.QUEUED,
+    )
     return submission
 
 
@@ -89,7 +101,7 @@ def review_decide(*, submission: Submission, user: User, decision: str, comment:
     membership = membership_get(user=user, project_id=submission.project_id)
     require_role(membership, "review")
     if submission.submitted_by_id == user.pk:
-        raise ApplicationError("You submitted this task: someone else must review it.")
+        raise PermissionRefused("You submitted this task: someone else must review it.")
     if decision not in Decision.values:
         raise ApplicationError("Choose 'approve' or 'request changes'.")
     comment = (comment or "").strip()
@@ -102,7 +114,9 @@ def review_decide(*, submission: Submission, user: User, decision: str, comment:
         raise ApplicationError("Claim this submission from the review queue before deciding on it.")
     to_status = SubmissionStatus.APPROVED if decision == Decision.APPROVE else SubmissionStatus.CHANGES_REQUESTED
     Submission.objects.filter(pk=submission.pk).update(status=to_status, updated_at=timezone.now())
-    status_change_record(subject=submission, project_id=submission.project_id, actor=user, from_status=submission.status, to_status=to_status, note=comment)
+    status_change_record(
+        subject=submission, project_id=submission.project_id, actor=user, from_status=submission.status, to_status=to_status, note=comment
+    )
     submission.status = to_status
     review = Review.objects.create(submission=submission, reviewer=user, decision=decision, comment=comment)
     task_status = EnvTaskStatus.APPROVED if decision == Decision.APPROVE else EnvTaskStatus.CHANGES_REQUESTED

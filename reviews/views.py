@@ -1,5 +1,4 @@
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -13,7 +12,6 @@ from reviews import selectors, services
 from reviews.forms import DecisionForm
 
 
-@login_required
 @require_GET
 def dashboard(request: HttpRequest) -> HttpResponse:
     user = request.user
@@ -27,7 +25,6 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     return render(request, "reviews/dashboard.html", context)
 
 
-@login_required
 @require_GET
 def task_reviews(request: HttpRequest, task_pk: int) -> HttpResponse:
     """The review side of the task page (loaded into it by htmx): submit button,
@@ -43,7 +40,6 @@ def task_reviews(request: HttpRequest, task_pk: int) -> HttpResponse:
     return render(request, "reviews/task_reviews.html", context)
 
 
-@login_required
 @require_POST
 def task_submit(request: HttpRequest, task_pk: int) -> HttpResponse:
     env_task = env_task_get_for_user(user=request.user, pk=task_pk)
@@ -56,7 +52,6 @@ def task_submit(request: HttpRequest, task_pk: int) -> HttpResponse:
     return redirect("task-editor", pk=env_task.pk)
 
 
-@login_required
 @require_GET
 def review_queue(request: HttpRequest) -> HttpResponse:
     context = {
@@ -66,7 +61,6 @@ def review_queue(request: HttpRequest) -> HttpResponse:
     return render(request, "reviews/review_queue.html", context)
 
 
-@login_required
 @require_POST
 def claim_next(request: HttpRequest) -> HttpResponse:
     submission = services.submission_claim_next(user=request.user)
@@ -90,14 +84,12 @@ def _review_context(request: HttpRequest, submission, form=None) -> dict:
     }
 
 
-@login_required
 @require_GET
 def submission_review(request: HttpRequest, pk: int) -> HttpResponse:
     submission = selectors.submission_get_for_user(user=request.user, pk=pk)
     return render(request, "reviews/submission_review.html", _review_context(request, submission))
 
 
-@login_required
 @require_POST
 def submission_decide(request: HttpRequest, pk: int) -> HttpResponse:
     submission = selectors.submission_get_for_user(user=request.user, pk=pk)
@@ -114,7 +106,6 @@ def submission_decide(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("review-queue")
 
 
-@login_required
 @require_POST
 def submission_release(request: HttpRequest, pk: int) -> HttpResponse:
     submission = selectors.submission_get_for_user(user=request.user, pk=pk)

@@ -183,7 +183,14 @@ def _openai_body(reply: Reply, request: dict) -> dict:
     message: dict = {"role": "assistant", "content": content}
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": f"call_{i}", "type": "function", "function": {"name": c["name"], "arguments": c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"])}}
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {
+                    "name": c["name"],
+                    "arguments": c["arguments"] if isinstance(c["arguments"], str) else json.dumps(c["arguments"]),
+                },
+            }
             for i, c in enumerate(reply.tool_calls)
         ]
     return {
@@ -255,7 +262,9 @@ def _anthropic_events(reply: Reply) -> str:
         "stop_sequence": None, "usage": {"input_tokens": reply.input_tokens, "output_tokens": 0}}})]
     for index, block in enumerate(body["content"]):
         if block["type"] == "text":
-            events.append(("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}))
+            events.append(
+                ("content_block_start", {"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}})
+            )
             for start in range(0, len(block["text"]), 7):
                 events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
                                                        "delta": {"type": "text_delta", "text": block["text"][start : start + 7]}}))
@@ -265,7 +274,8 @@ def _anthropic_events(reply: Reply) -> str:
             arguments = json.dumps(block["input"])
             for start in range(0, len(arguments), 9):
                 events.append(("content_block_delta", {"type": "content_block_delta", "index": index,
-                                                       "delta": {"type": "input_json_delta", "partial_json": arguments[start : start + 9]}}))
+                                                       "delta": {"type": "input_json_delta",
+                                                                 "partial_json": arguments[start : start + 9]}}))
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
     events.append(("message_delta", {"type": "message_delta", "delta": {"stop_reason": body["stop_reason"], "stop_sequence": None},
                                      "usage": {"output_tokens": reply.output_tokens}}))

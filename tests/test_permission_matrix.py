@@ -31,6 +31,7 @@ from authoring.models import (
 from authoring.services import drafting
 from authoring.services.uploads import document_upload
 from authoring.services.world_transfer import world_export_archive
+from core.views import REFUSAL_HEADER
 from llm.models import ModelEndpoint
 from packs.models import Pack
 from reviews import services as review_services
@@ -62,17 +63,25 @@ ROUTES = [
     Route("document-add", "world", "post", (("path", "new.md"), ("kind", "file"), ("target_size", "10")), "author"),
     Route("task-create", "world", "post", (("title", "New task"),), "author"),
     Route("document-editor", "document", "get"),
-    Route("document-editor", "document", "post", (("path", "moved.md"), ("kind", "file"), ("target_size", "5"), ("content", "x"), ("revision", "rev:document")), "author"),
+    Route("document-editor", "document", "post", (
+        ("path", "moved.md"), ("kind", "file"), ("target_size", "5"), ("content", "x"), ("revision", "rev:document"),
+    ), "author"),
     Route("document-row", "document", "get"),
-    Route("document-row", "document", "post", (("path", "renamed.md"), ("kind", "file"), ("target_size", "5"), ("revision", "rev:document")), "author"),
+    Route("document-row", "document", "post", (
+        ("path", "renamed.md"), ("kind", "file"), ("target_size", "5"), ("revision", "rev:document"),
+    ), "author"),
     Route("document-move", "document", "post", (("direction", "down"),), "author"),
     Route("document-delete", "document", "post", (), "author"),
     Route("document-preview", "document", "post", (("content", "x"),)),
     Route("task-editor", "task", "get"),
-    Route("task-editor", "task", "post", (("title", "T"), ("prompt", "P"), ("deliverable_kind", "answer"), ("revision", "rev:task")), "author"),
+    Route("task-editor", "task", "post", (
+        ("title", "T"), ("prompt", "P"), ("deliverable_kind", "answer"), ("revision", "rev:task"),
+    ), "author"),
     Route("criterion-add", "task", "post", (("text", "New"), ("points", "2"), ("tag", "important"), ("revision", "rev:rubric")), "author"),
     Route("criterion-row", "criterion", "get"),
-    Route("criterion-row", "criterion", "post", (("text", "Edited"), ("points", "2"), ("tag", "important"), ("revision", "rev:rubric")), "author"),
+    Route("criterion-row", "criterion", "post", (
+        ("text", "Edited"), ("points", "2"), ("tag", "important"), ("revision", "rev:rubric"),
+    ), "author"),
     Route("criterion-move", "criterion", "post", (("direction", "down"), ("revision", "rev:rubric")), "author"),
     Route("criterion-delete", "criterion", "post", (("revision", "rev:rubric"),), "author"),
     Route("task-reviews", "task", "get"),
@@ -120,7 +129,9 @@ ROUTES = [
     Route("rollout-steps", "rollout", "get", htmx=True),
     Route("step-comment-add", "step", "post", (("text", "Noted."),)),
     Route("step-criterion", "step", "get"),
-    Route("step-criterion", "step", "post", (("text", "From a step"), ("points", "1"), ("tag", "important"), ("revision", "rev:rubric")), "author"),
+    Route("step-criterion", "step", "post", (
+        ("text", "From a step"), ("points", "1"), ("tag", "important"), ("revision", "rev:rubric"),
+    ), "author"),
     # verifier quality: the task page's Verifier panel and the batch quality page. Every member reads them;
     # authors and reviewers ("any" role here) set expert verdicts and rankings; only authors change the
     # rubric's grading settings, run probes (they spend model calls) and regrade.
@@ -129,14 +140,18 @@ ROUTES = [
     Route("task-judge-prompt", "task", "get", htmx=True),
     Route("task-probes", "task", "get", htmx=True),
     Route("task-probes", "task", "post", (("judge_endpoint", "trial_endpoint"),), "author"),
-    Route("task-rubric-settings", "task", "post", (("pass_threshold", "0.5"), ("judge_samples", "3"), ("revision", "rev:rubric")), "author"),
+    Route("task-rubric-settings", "task", "post", (
+        ("pass_threshold", "0.5"), ("judge_samples", "3"), ("revision", "rev:rubric"),
+    ), "author"),
     Route("batch-quality", "verifier_batch", "get"),
     Route("batch-quality", "verifier_batch", "get", htmx=True),
-    Route("batch-expert-verdict", "verifier_batch", "post", (("rollout", "ranked"), ("criterion", "judged_criterion"), ("verdict", "not_met"))),
+    Route("batch-expert-verdict", "verifier_batch", "post", (
+        ("rollout", "ranked"), ("criterion", "judged_criterion"), ("verdict", "not_met"),
+    )),
     Route("batch-ranking", "verifier_batch", "post", (("order", "ranked"),)),
     Route("batch-regrade", "verifier_batch", "post", (), "author"),
 ]
-# Refusals that come back as a message on a redirect rather than a 422 fragment.
+# Refusals that come back as a message on a redirect rather than a 403 fragment.
 REFUSED_BY_REDIRECT = {"task-submit", "submission-release", "world-upload", "document-version-restore", "world-export", "world-import"}
 ROLES = ["author", "reviewer", "admin"]
 MAY = {"any": set(ROLES), "author": {"author", "admin"}, "review": {"reviewer", "admin"}, "admin": {"admin"}}
@@ -204,7 +219,8 @@ def _drafting(team, o: dict) -> None:
     DraftJob.objects.filter(pk=job.pk).update(status=DraftJobStatus.FAILED, error="The model was down.")
     proposal = drafting.skeleton_suggest(world=world, user=author, endpoint=endpoint)
     SkeletonProposal.objects.filter(pk=proposal.pk).update(status="ready", items=[
-        {"path": "Deal/Proposed.md", "kind": "file", "format": "md", "brief": "b", "metadata": {}, "target_size": 50, "accepted": False, "problem": ""},
+        {"path": "Deal/Proposed.md", "kind": "file", "format": "md", "brief": "b", "metadata": {}, "target_size": 50,
+         "accepted": False, "problem": ""},
     ])
     uploaded = document_upload(world=world, user=author, uploaded_file=SimpleUploadedFile("Minutes.md", b"# Minutes\n\nAgreed.\n"))
     o.update(
@@ -236,7 +252,9 @@ def _quality(team, o: dict) -> None:
     regrade has something to grade; its completed rollout is the one to rank and judge."""
     batch, task = o["batch"], o["task"]
     rubric = task.rubric_versions.order_by("-number").first()
-    authoring_services.criterion_add(env_task=task, user=team.author, base_revision=rubric.revision, text="Added after the trials", points=1)
+    authoring_services.criterion_add(
+        env_task=task, user=team.author, base_revision=rubric.revision, text="Added after the trials", points=1
+    )
     o.update(verifier_batch=batch, judged_criterion=batch.rubric_version.criteria.first(), ranked=o["rollout"])
 
 
@@ -347,9 +365,11 @@ def test_each_role_gets_what_it_may(client, team, objects, route, role):
         if route.method == "post" and route.name != "document-preview":
             assert fingerprint() != before
     else:
-        # admin-only pages are hidden (404); other refusals explain themselves (422)
-        # or, for reviewing, come back as a message on the redirect.
-        assert response.status_code in (404, 422, 302)
+        # admin-only pages are hidden (404); other refusals answer 403 with the fragment
+        # that says why (marked, so htmx swaps it), or come back as a message on the redirect.
+        assert response.status_code in (404, 403, 302)
+        if response.status_code == 403:
+            assert response[REFUSAL_HEADER] and 'role="alert"' in response.content.decode()
         if response.status_code == 302:
             assert route.name in REFUSED_BY_REDIRECT
         assert fingerprint() == before
@@ -391,6 +411,6 @@ def test_models_page_every_user_reads_only_staff_write(client, team, name, metho
         assert response.status_code == 302 and ModelEndpoint.objects.filter(name=f"{name} by {who}").exists()
         if name == "model-endpoint-edit":
             assert not ModelEndpoint.objects.filter(name="Sample").exists()  # renamed, not added
-    else:
-        assert response.status_code == 422
+    else:  # refused: 403, the page with the reason, nothing saved
+        assert response.status_code == 403 and "Only a site admin can configure model endpoints." in response.content.decode()
         assert fingerprint() == before

@@ -114,7 +114,9 @@ class WorldDocumentListApi(ApiView):
         documents = selectors.document_list_for_user(user=request.user, world_id=world.pk).select_related("updated_by")
         return self.paginated(documents, DocumentListSerializer)
 
-    @extend_schema(summary="Add a document to the data room", request=DocumentCreateSerializer, responses={201: DocumentSerializer, **ERRORS})
+    @extend_schema(
+        summary="Add a document to the data room", request=DocumentCreateSerializer, responses={201: DocumentSerializer, **ERRORS}
+    )
     def post(self, request: Request, pk: int) -> Response:
         world = selectors.world_get_for_user(user=request.user, pk=pk)
         data = self.valid_data(DocumentCreateSerializer)
@@ -201,7 +203,9 @@ class DocumentFileApi(ApiView):
         "message. Always an attachment, never shown as a page.",
         responses={
             (200, "application/octet-stream"): OpenApiResponse(OpenApiTypes.BINARY, description="The file, as an attachment."),
-            400: OpenApiResponse(DetailSerializer, description="The content does not follow the format's conventions: the message says where."),
+            400: OpenApiResponse(
+                DetailSerializer, description="The content does not follow the format's conventions: the message says where."
+            ),
             404: ERRORS[404],
         },
     )
@@ -250,6 +254,7 @@ class WorldUploadApi(ApiView):
         responses={
             201: DocumentListSerializer(many=True),
             400: OpenApiResponse(UploadRefusedSerializer, description="Some files were refused; nothing was added."),
+            403: ERRORS[403],
             404: ERRORS[404],
         },
     )
@@ -261,5 +266,7 @@ class WorldUploadApi(ApiView):
         try:
             created = documents_upload(world=world, user=request.user, uploaded_files=files)
         except UploadRefused as refused:
-            return Response(UploadRefusedSerializer({"detail": refused.message, "files": refused.files}).data, status=status.HTTP_400_BAD_REQUEST)
+            return Response(
+                UploadRefusedSerializer({"detail": refused.message, "files": refused.files}).data, status=status.HTTP_400_BAD_REQUEST
+            )
         return Response(DocumentListSerializer(created, many=True).data, status=status.HTTP_201_CREATED)

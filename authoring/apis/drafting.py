@@ -238,7 +238,9 @@ class DraftJobRetryApi(ApiView):
     @extend_schema(
         summary="Retry one failed or cancelled document of a run",
         request=None,
-        responses={202: DraftJobSerializer, 400: OpenApiResponse(DetailSerializer, description="Not failed or cancelled, locked, or already being drafted."), 404: ERRORS[404]},
+        responses={202: DraftJobSerializer,
+                   400: OpenApiResponse(DetailSerializer, description="Not failed or cancelled, locked, or already being drafted."),
+                   403: ERRORS[403], 404: ERRORS[404]},
     )
     def post(self, request: Request, pk: int) -> Response:
         job: DraftJob = selectors.draft_job_get_for_user(user=request.user, pk=pk)

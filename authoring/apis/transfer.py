@@ -25,7 +25,9 @@ class WorldExportApi(ApiView):
     def get(self, request: Request, pk: int) -> FileResponse:
         world = selectors.world_get_for_user(user=request.user, pk=pk)
         archive = world_transfer.world_export(world=world, user=request.user)
-        response = FileResponse(archive, as_attachment=True, filename=world_transfer.world_export_filename(world), content_type="application/zip")
+        response = FileResponse(
+            archive, as_attachment=True, filename=world_transfer.world_export_filename(world), content_type="application/zip"
+        )
         response["X-Content-Type-Options"] = "nosniff"
         return response
 

@@ -335,7 +335,9 @@ def read_calendar(data: bytes, label: str) -> list[AppItem]:
         try:
             metadata, start = event_metadata(event)
         except Exception as exc:  # a value icalendar parsed but cannot give (a bad RRULE, an odd EXDATE)
-            raise ApplicationError(f"{label}: the event {str(event.get('uid') or '')[:80]!r} cannot be read ({type(exc).__name__}).") from None
+            raise ApplicationError(
+                f"{label}: the event {str(event.get('uid') or '')[:80]!r} cannot be read ({type(exc).__name__})."
+            ) from None
         stamp = f"{start:%Y-%m-%d} " if start else ""
         items.append(AppItem(
             kind="event", id=str(event.get("uid") or ""), content=str(event.get("description") or ""),

@@ -80,7 +80,9 @@ def write_world_snapshot_zip(snapshot: Mapping, *, out: BinaryIO) -> dict[str, i
     )
 
 
-def write_world_zip(documents: list[ExportDocument], *, title: str, out: BinaryIO, outline: str = "", facts: list | None = None) -> dict[str, int]:
+def write_world_zip(
+    documents: list[ExportDocument], *, title: str, out: BinaryIO, outline: str = "", facts: list | None = None
+) -> dict[str, int]:
     """Write the world's zip to `out`; return counts per kind. Raises ApplicationError
     naming the documents that do not render (nothing useful is written then)."""
     result = _Rendered()
@@ -196,7 +198,9 @@ def _render_files(files: list[ExportDocument], targets: dict[str, str], spool, p
         if target is None:
             continue
         try:
-            data = render_file(document.kind, document.format, document.content, document.metadata, path=document.path, world_key=WORLD_KEY).data
+            data = render_file(
+                document.kind, document.format, document.content, document.metadata, path=document.path, world_key=WORLD_KEY
+            ).data
         except ApplicationError as exc:
             problems.append(f"{document.path}: {exc.message}")
             continue

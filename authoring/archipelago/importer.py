@@ -214,7 +214,8 @@ def _files(archive: zipfile.ZipFile, files: list[tuple[str, str]], sidecar: _Sid
         more = f"; and {len(problems) - MAX_PROBLEMS_SHOWN} more" if len(problems) > MAX_PROBLEMS_SHOWN else ""
         raise ApplicationError(
             f"The world was not imported: {len(problems)} file{'s' if len(problems) != 1 else ''} cannot be read "
-            f"({shown}{more}). Remove {'them' if len(problems) != 1 else 'it'} from the zip, or convert {'them' if len(problems) != 1 else 'it'} to one of: {extraction.ACCEPTED}."
+            f"({shown}{more}). Remove {'them' if len(problems) != 1 else 'it'} from the zip, "
+            f"or convert {'them' if len(problems) != 1 else 'it'} to one of: {extraction.ACCEPTED}."
         )
     return documents
 

@@ -99,7 +99,9 @@ def _layout(items: list[WorldItem], world_key: str):
             ids[path] = message_ids(by_path[path][1], kept[path], world_key=world_key, path=path, root=root, root_kept=kept[root])
             ids[root] = ids.get(root) or message_ids(by_path[root][1], kept[root], world_key=world_key, path=root, root=root)
             if ids[path]["group_id"] != ids[root]["group_id"] or ids[path]["topic_id"] != ids[root]["topic_id"]:
-                raise RenderError(f"metadata group_id / topic_id differ from its thread's first message {root}; a thread stays in one group and topic.")
+                raise RenderError(
+                    f"metadata group_id / topic_id differ from its thread's first message {root}; a thread stays in one group and topic."
+                )
         except RenderError as exc:
             raise RenderError(f"{path}: {exc.message}") from None
         own = ids[path]["message_id"]

@@ -28,7 +28,9 @@ SUMMARY_MAX, LOCATION_MAX, DESCRIPTION_MAX = 500, 500, 8000
 def parse_when(value: object, field: str) -> dt.datetime:
     text = str(value or "").strip()
     if not text:
-        raise RenderError(f"metadata {field!r} is missing; write an ISO 8601 date and time with its offset, e.g. 2026-01-05T09:30:00+01:00.")
+        raise RenderError(
+            f"metadata {field!r} is missing; write an ISO 8601 date and time with its offset, e.g. 2026-01-05T09:30:00+01:00."
+        )
     try:
         when = dt.datetime.fromisoformat(text)
     except ValueError:

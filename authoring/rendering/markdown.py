@@ -22,7 +22,14 @@ def parser() -> MarkdownIt:
 
 
 def block(type: str, *, level: int = 0, text: str = "", items=None, header=None, rows=None) -> dict:
-    return {"type": type, "level": level, "text": text, "items": list(items or []), "header": list(header or []), "rows": [list(r) for r in rows or []]}
+    return {
+        "type": type,
+        "level": level,
+        "text": text,
+        "items": list(items or []),
+        "header": list(header or []),
+        "rows": [list(r) for r in rows or []],
+    }
 
 
 def _inline_after(tokens, i: int) -> str:

@@ -52,7 +52,11 @@ def format_value(value: object, number_format: str | None) -> str:
         day = dt.datetime(1899, 12, 30) + dt.timedelta(days=float(value))
         return day.strftime("%Y-%m-%d %H:%M" if re.search(r"h", bare, re.IGNORECASE) else "%Y-%m-%d")
     if fmt == "General" or not re.search(r"[#0]", bare):
-        return f"{value:,}" if isinstance(value, int) and abs(value) >= 10000 else (f"{value:.10g}" if isinstance(value, float) else str(value))
+        return (
+            f"{value:,}"
+            if isinstance(value, int) and abs(value) >= 10000
+            else (f"{value:.10g}" if isinstance(value, float) else str(value))
+        )
     decimals = len(re.search(r"\.(0*)", bare).group(1)) if re.search(r"\.(0*)", bare) else 0
     percent = "%" in bare
     number = value * 100 if percent else value

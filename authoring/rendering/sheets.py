@@ -119,7 +119,9 @@ def _read_table(sheet: _Sheet, tokens, start: int, end: int, lines: list[str]) -
                               f"(1, 2, 3 …); found {number!r}.")
         row = int(number)
         if row > MAX_SHEET_ROWS:
-            raise RenderError(f"line {line_no}: row {row} of sheet {sheet.name!r} is beyond the {MAX_SHEET_ROWS:,} rows a sheet may have here.")
+            raise RenderError(
+                f"line {line_no}: row {row} of sheet {sheet.name!r} is beyond the {MAX_SHEET_ROWS:,} rows a sheet may have here."
+            )
         if row <= last_row:
             raise RenderError(f"line {line_no}: row {row} of sheet {sheet.name!r} comes after row {last_row}; "
                               "rows must be in increasing order, each once.")
@@ -185,7 +187,11 @@ def parse_sheets(content: str) -> tuple[dict, SheetLines]:
         if (tok.level == 0 and tok.type.endswith("_open")) or tok.type in ("fence", "code_block", "hr"):
             end = i
             if tok.type.endswith("_open"):
-                end = next(j for j in range(i + 1, len(tokens)) if tokens[j].level == tok.level and tokens[j].type == tok.type.replace("_open", "_close"))
+                end = next(
+                    j
+                    for j in range(i + 1, len(tokens))
+                    if tokens[j].level == tok.level and tokens[j].type == tok.type.replace("_open", "_close")
+                )
             if not sheets:
                 raise RenderError(f"line {line_no}: text before the first '## Sheet: <name>' heading; every table belongs to a sheet.")
             if tok.type != "table_open":

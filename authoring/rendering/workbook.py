@@ -87,7 +87,9 @@ class Workbook:
             try:
                 r1, c1, r2, c2 = range_cells(spec)
             except ValueError:
-                raise RenderError(f"{f'line {line}: ' if line else ''}sheet {name!r}: {spec!r} in Formats is not a cell or range like B2:B9.") from None
+                raise RenderError(
+                    f"{f'line {line}: ' if line else ''}sheet {name!r}: {spec!r} in Formats is not a cell or range like B2:B9."
+                ) from None
             if r2 > MAX_ROWS or c2 > MAX_COLS:
                 raise RenderError(f"{f'line {line}: ' if line else ''}sheet {name!r}: range {spec} is beyond Excel's last cell XFD1048576.")
             for (r, c), cell in sheet.cells.items():

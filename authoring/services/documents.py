@@ -12,7 +12,22 @@ from core.validation import reject_unstorable
 
 MAX_CONTENT_CHARS = 500_000
 MAX_DOCUMENTS_PER_WORLD = 5_000
-METADATA_KEYS = {"from", "to", "cc", "bcc", "date", "subject", "channel", "author", "attendees", "start", "end", "location", "thread", "attachments"}
+METADATA_KEYS = {
+    "from",
+    "to",
+    "cc",
+    "bcc",
+    "date",
+    "subject",
+    "channel",
+    "author",
+    "attendees",
+    "start",
+    "end",
+    "location",
+    "thread",
+    "attachments",
+}
 # What an imported email, chat message or event came with (ids, all-day, recurrence,
 # time zone, attendees' answers): kept so a re-export writes them (docs/content-format.md).
 METADATA_KEYS |= {key for keys in KEPT_KEYS.values() for key in keys}
@@ -120,7 +135,12 @@ def document_update(
     fields["content"] = document.content if content is None else content
     if len(fields["content"]) > MAX_CONTENT_CHARS or len(fields["brief"]) > 20_000:
         raise ApplicationError("The brief or content is too long.")
-    check_revision(obj=document, base_revision=base_revision, fields={"path": fields["path"], "brief": fields["brief"], "content": fields["content"]}, label=f"Document {document.path!r}")
+    check_revision(
+        obj=document,
+        base_revision=base_revision,
+        fields={"path": fields["path"], "brief": fields["brief"], "content": fields["content"]},
+        label=f"Document {document.path!r}",
+    )
     was_locked = document.status == DocumentStatus.LOCKED
     will_lock = was_locked if locked is None else locked
     content_changed = fields["content"] != document.content

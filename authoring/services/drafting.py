@@ -152,7 +152,9 @@ def draft_job_execute(*, job_id: int) -> None:
     """Draft one document. Safe to run twice; a worker killed mid-job leaves the job
     running with a heartbeat that goes stale, and the broker's redelivery (or a recovery)
     re-claims it then, up to MAX_ATTEMPTS (core.jobs)."""
-    if not claim_job(DraftJob, job_id, states=JOB_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The drafting worker was interrupted too many times."):
+    if not claim_job(
+        DraftJob, job_id, states=JOB_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The drafting worker was interrupted too many times."
+    ):
         return
     with kept_alive(DraftJob, job_id, states=JOB_STATES):
         _draft(job_id)
@@ -198,11 +200,15 @@ def _save_draft(job: DraftJob, content: str, drafted_metadata: dict, result) -> 
     if not finished:  # cancelled meanwhile: drop the late result
         return
     if document.status == DocumentStatus.LOCKED:
-        DraftJob.objects.filter(pk=job.pk).update(status=DraftJobStatus.FAILED, error="The document was locked while it was being drafted; it was left as it is.")
+        DraftJob.objects.filter(pk=job.pk).update(
+            status=DraftJobStatus.FAILED, error="The document was locked while it was being drafted; it was left as it is."
+        )
         return
     # What the expert set in the skeleton wins over what the model proposes.
     metadata = {**{k: v for k, v in drafted_metadata.items() if v}, **{k: v for k, v in document.metadata.items() if v}}
-    clean_document_fields(path=document.path, kind=document.kind, format=document.format, metadata=metadata, target_size=document.target_size)
+    clean_document_fields(
+        path=document.path, kind=document.kind, format=document.format, metadata=metadata, target_size=document.target_size
+    )
     document.content, document.metadata, document.status = content, metadata, DocumentStatus.DRAFTED
     document.revision = F("revision") + 1
     document.save(update_fields=["content", "metadata", "status", "revision", "updated_at"])
@@ -238,7 +244,10 @@ def skeleton_proposals_recover(*, queued_for: timedelta | None = timedelta(minut
     if queued_for is None:
         return 0  # (a proposal has no running state to go stale)
 
-    ids = list(SkeletonProposal.objects.filter(status=SkeletonProposalStatus.QUEUED, created_at__lt=timezone.now() - queued_for).values_list("pk", flat=True))
+    ids = list(
+        SkeletonProposal.objects.filter(status=SkeletonProposalStatus.QUEUED, created_at__lt=timezone.now() - queued_for)
+        .values_list("pk", flat=True)
+    )
     for proposal_id in ids:
         suggest_skeleton.delay(proposal_id)
     return len(ids)
@@ -260,7 +269,9 @@ def skeleton_proposal_execute(*, proposal_id: int) -> None:
 
 
 def _proposal_failed(proposal_id: int, error: str) -> None:
-    SkeletonProposal.objects.filter(pk=proposal_id, status=SkeletonProposalStatus.QUEUED).update(status=SkeletonProposalStatus.FAILED, error=error[:2000])
+    SkeletonProposal.objects.filter(pk=proposal_id, status=SkeletonProposalStatus.QUEUED).update(
+        status=SkeletonProposalStatus.FAILED, error=error[:2000]
+    )
 
 
 def _propose(proposal: SkeletonProposal) -> None:
@@ -274,17 +285,24 @@ def _propose(proposal: SkeletonProposal) -> None:
     )
     items, seen = [], set(existing)
     for raw in result.structured.get("items", []):
-        item = {"path": raw.get("path", ""), "kind": raw.get("kind", "file"), "format": raw.get("format", ""), "brief": raw.get("brief", ""),
-                "metadata": raw.get("metadata") or {}, "target_size": raw.get("target_size", 300), "accepted": False, "problem": ""}
+        item = {"path": raw.get("path", ""), "kind": raw.get("kind", "file"), "format": raw.get("format", ""),
+                "brief": raw.get("brief", ""), "metadata": raw.get("metadata") or {}, "target_size": raw.get("target_size", 300),
+                "accepted": False, "problem": ""}
         try:
-            item.update(clean_document_fields(path=item["path"], kind=item["kind"], format=item["format"], metadata=item["metadata"], target_size=item["target_size"]))
+            item.update(
+                clean_document_fields(
+                    path=item["path"], kind=item["kind"], format=item["format"], metadata=item["metadata"], target_size=item["target_size"]
+                )
+            )
         except ApplicationError as error:
             item["problem"] = error.message
         if item["path"] in seen and not item["problem"]:
             item["problem"] = "A document with this path already exists."
         seen.add(item["path"])
         items.append(item)
-    SkeletonProposal.objects.filter(pk=proposal.pk, status=SkeletonProposalStatus.QUEUED).update(status=SkeletonProposalStatus.READY, items=items)
+    SkeletonProposal.objects.filter(pk=proposal.pk, status=SkeletonProposalStatus.QUEUED).update(
+        status=SkeletonProposalStatus.READY, items=items
+    )
 
 
 @transaction.atomic

@@ -96,7 +96,9 @@ def env_task_set_status(*, env_task: EnvTask, actor, to_status: str, note: str =
     if not moved:
         raise ApplicationError("This task's status changed meanwhile; reload the page.")
     env_task.status = to_status
-    status_change_record(subject=env_task, project_id=env_task.project_id, actor=actor, from_status=from_status, to_status=to_status, note=note)
+    status_change_record(
+        subject=env_task, project_id=env_task.project_id, actor=actor, from_status=from_status, to_status=to_status, note=note
+    )
     return env_task
 
 
@@ -148,7 +150,14 @@ def _clean_criterion(*, text: str, points: object, tag: str, grader_kind: str, g
     if not isinstance(grader_config, dict):
         raise ApplicationError("Grader settings must be an object.")
     reject_unstorable(grader_config, label="The grader settings")
-    return {"text": text, "points": points, "tag": tag, "grader_kind": grader_kind, "grader_config": grader_config, "explanation": explanation or ""}
+    return {
+        "text": text,
+        "points": points,
+        "tag": tag,
+        "grader_kind": grader_kind,
+        "grader_config": grader_config,
+        "explanation": explanation or "",
+    }
 
 
 def _clean_evidence(evidence: object) -> dict:
@@ -195,7 +204,9 @@ def criterion_add(
     grader_config: dict | None = None, explanation: str = "", evidence: dict | None = None,
 ) -> Criterion:
     rubric = _rubric_for_edit(env_task=env_task, user=user, base_revision=base_revision)
-    fields = _clean_criterion(text=text, points=points, tag=tag, grader_kind=grader_kind, grader_config=grader_config or {}, explanation=explanation)
+    fields = _clean_criterion(
+        text=text, points=points, tag=tag, grader_kind=grader_kind, grader_config=grader_config or {}, explanation=explanation
+    )
     fields["evidence"] = _clean_evidence(evidence)
     if rubric.criteria.count() >= MAX_CRITERIA:
         raise ApplicationError(f"A rubric holds at most {MAX_CRITERIA} criteria.")
@@ -222,7 +233,9 @@ def criterion_update(
 ) -> Criterion:
     rubric = _rubric_for_edit(env_task=criterion.rubric_version.env_task, user=user, base_revision=base_revision)
     criterion = _criterion_in(rubric, criterion)
-    fields = _clean_criterion(text=text, points=points, tag=tag, grader_kind=grader_kind, grader_config=grader_config or {}, explanation=explanation)
+    fields = _clean_criterion(
+        text=text, points=points, tag=tag, grader_kind=grader_kind, grader_config=grader_config or {}, explanation=explanation
+    )
     for name, value in fields.items():
         setattr(criterion, name, value)
     criterion.save(update_fields=list(fields))
@@ -269,7 +282,9 @@ def _clean_grading_settings(*, pass_threshold: object, all_must_pass: object, ju
     except (TypeError, ValueError):
         raise ApplicationError("Judge samples must be a whole number.") from None
     if not 1 <= samples <= MAX_JUDGE_SAMPLES:
-        raise ApplicationError(f"Judge samples must be between 1 and {MAX_JUDGE_SAMPLES} (an odd number avoids ties; a tie counts as not met).")
+        raise ApplicationError(
+            f"Judge samples must be between 1 and {MAX_JUDGE_SAMPLES} (an odd number avoids ties; a tie counts as not met)."
+        )
     if not isinstance(all_must_pass, bool):
         raise ApplicationError("All-must-pass is either on or off.")
     return {"pass_threshold": round(threshold, 4), "all_must_pass": all_must_pass, "judge_samples": samples}

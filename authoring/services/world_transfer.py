@@ -24,7 +24,7 @@ from authoring import archipelago
 from authoring.models import Document, DocumentStatus, DocumentVersion, VersionSource, World
 from authoring.services import documents as document_rules
 from authoring.services.worlds import world_create
-from core.exceptions import ApplicationError
+from core.exceptions import ApplicationError, PermissionRefused
 from core.validation import reject_unstorable
 
 logger = logging.getLogger(__name__)
@@ -33,7 +33,9 @@ logger = logging.getLogger(__name__)
 def _require_author(*, user: User, project_id: int, verb: str) -> Membership:
     membership = membership_get(user=user, project_id=project_id)  # 404 for a non-member
     if not membership.can_author:
-        raise ApplicationError(f"Your role in this project ({membership.get_role_display().lower()}) cannot {verb}; authors and admins can.")
+        raise PermissionRefused(
+            f"Your role in this project ({membership.get_role_display().lower()}) cannot {verb}; authors and admins can."
+        )
     return membership
 
 

@@ -2,7 +2,6 @@
 
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import TooManyFilesSent
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -15,7 +14,7 @@ from authoring.services import document_version_restore as restore_version
 from authoring.services import drafting
 from core.exceptions import ApplicationError
 from core.files import attachment_response
-from core.views import UNPROCESSABLE
+from core.views import render_with_error
 from llm.selectors import endpoint_get_usable, endpoint_list_usable
 
 WORLD = "authoring/world_editor.html"
@@ -46,14 +45,18 @@ def _endpoint_from(request: HttpRequest):
 def _panel(request: HttpRequest, world: World, partial: str, error: ApplicationError | None = None, trigger: str = "") -> HttpResponse:
     if not request.htmx:
         return redirect("world-editor", pk=world.pk)
-    context = {"world": world, "can_author": True, **drafting_context(world), f"{partial.replace('-', '_')}_error": error.message if error else None}
-    response = render(request, f"{WORLD}#{partial}", context, status=UNPROCESSABLE if error else 200)
+    context = {
+        "world": world,
+        "can_author": True,
+        **drafting_context(world),
+        f"{partial.replace('-', '_')}_error": error.message if error else None,
+    }
+    response = render_with_error(request, f"{WORLD}#{partial}", context, error)
     if trigger:
         response["HX-Trigger"] = trigger
     return response
 
 
-@login_required
 @require_POST
 def world_suggest_skeleton(request: HttpRequest, pk: int) -> HttpResponse:
     world = selectors.world_get_for_user(user=request.user, pk=pk)
@@ -64,14 +67,12 @@ def world_suggest_skeleton(request: HttpRequest, pk: int) -> HttpResponse:
     return _panel(request, world, "skeleton-proposal")
 
 
-@login_required
 @require_GET
 def skeleton_proposal(request: HttpRequest, pk: int) -> HttpResponse:
     proposal = selectors.skeleton_proposal_get_for_user(user=request.user, pk=pk)
     return _panel(request, proposal.world, "skeleton-proposal")
 
 
-@login_required
 @require_POST
 def skeleton_accept(request: HttpRequest, pk: int) -> HttpResponse:
     proposal = selectors.skeleton_proposal_get_for_user(user=request.user, pk=pk)
@@ -86,7 +87,6 @@ def skeleton_accept(request: HttpRequest, pk: int) -> HttpResponse:
     return _panel(request, proposal.world, "skeleton-proposal", trigger="data-room-changed")
 
 
-@login_required
 @require_POST
 def world_draft_all(request: HttpRequest, pk: int) -> HttpResponse:
     world = selectors.world_get_for_user(user=request.user, pk=pk)
@@ -97,7 +97,6 @@ def world_draft_all(request: HttpRequest, pk: int) -> HttpResponse:
     return _panel(request, world, "draft-progress")
 
 
-@login_required
 @require_GET
 def draft_run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Polled every 2 s while the run has work left; the last answer tells the data room to refresh."""
@@ -106,7 +105,6 @@ def draft_run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     return _panel(request, run.world, "draft-progress", trigger="data-room-changed" if finished else "")
 
 
-@login_required
 @require_POST
 def draft_run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     run = selectors.draft_run_get_for_user(user=request.user, pk=pk)
@@ -117,7 +115,6 @@ def draft_run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     return _panel(request, run.world, "draft-progress", trigger="data-room-changed")
 
 
-@login_required
 @require_POST
 def draft_job_retry(request: HttpRequest, pk: int) -> HttpResponse:
     job = selectors.draft_job_get_for_user(user=request.user, pk=pk)
@@ -128,7 +125,6 @@ def draft_job_retry(request: HttpRequest, pk: int) -> HttpResponse:
     return _panel(request, job.run.world, "draft-progress")
 
 
-@login_required
 @require_POST
 def document_draft(request: HttpRequest, pk: int) -> HttpResponse:
     """Draft (or redraft with an instruction) one document; the page follows the job."""
@@ -139,24 +135,35 @@ def document_draft(request: HttpRequest, pk: int) -> HttpResponse:
             instruction=request.POST.get("instruction", "").strip(),
         )
     except ApplicationError as error:
-        return render(request, f"{DOCUMENT}#document-drafting", {"document": document, "drafting_error": error.message, "endpoints": endpoint_list_usable()}, status=UNPROCESSABLE)
-    return render(request, f"{DOCUMENT}#document-drafting", {"document": document, "run": run, "progress": drafting.draft_run_progress(run=run), "endpoints": endpoint_list_usable()})
+        return render_with_error(
+            request,
+            f"{DOCUMENT}#document-drafting",
+            {"document": document, "drafting_error": error.message, "endpoints": endpoint_list_usable()},
+            error,
+        )
+    return render(
+        request,
+        f"{DOCUMENT}#document-drafting",
+        {"document": document, "run": run, "progress": drafting.draft_run_progress(run=run), "endpoints": endpoint_list_usable()},
+    )
 
 
-@login_required
 @require_GET
 def document_draft_status(request: HttpRequest, pk: int, run_pk: int) -> HttpResponse:
     document = selectors.document_get_for_user(user=request.user, pk=pk)
     run = selectors.draft_run_get_for_user(user=request.user, pk=run_pk)
     progress = drafting.draft_run_progress(run=run)
     job = run.jobs.filter(document=document).first()
-    response = render(request, f"{DOCUMENT}#document-drafting", {"document": document, "run": run, "progress": progress, "job": job, "endpoints": endpoint_list_usable()})
+    response = render(
+        request,
+        f"{DOCUMENT}#document-drafting",
+        {"document": document, "run": run, "progress": progress, "job": job, "endpoints": endpoint_list_usable()},
+    )
     if progress["is_finished"] and job is not None and job.status == "done":
         response["HX-Refresh"] = "true"  # show the new content in the editor
     return response
 
 
-@login_required
 @require_GET
 def document_versions(request: HttpRequest, pk: int) -> HttpResponse:
     document = selectors.document_get_for_user(user=request.user, pk=pk)
@@ -170,7 +177,6 @@ def document_versions(request: HttpRequest, pk: int) -> HttpResponse:
     })
 
 
-@login_required
 @require_POST
 def document_version_restore(request: HttpRequest, pk: int) -> HttpResponse:
     version = selectors.document_version_get_for_user(user=request.user, pk=pk)
@@ -183,7 +189,6 @@ def document_version_restore(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("document-editor", pk=version.document_id)
 
 
-@login_required
 @require_GET
 def document_download(request: HttpRequest, pk: int) -> HttpResponse:
     """The document rendered as its real file (docx, xlsx, pptx, pdf, eml, ics …)."""
@@ -193,11 +198,10 @@ def document_download(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         rendered = render_file(document.kind, document.format, document.content, document.metadata, path=document.path)
     except ApplicationError as error:
-        return render(request, "authoring/render_error.html", {"document": document, "error": error.message}, status=UNPROCESSABLE)
+        return render_with_error(request, "authoring/render_error.html", {"document": document, "error": error.message}, error)
     return attachment_response(rendered.data, filename=rendered.filename, content_type=rendered.content_type)
 
 
-@login_required
 @require_GET
 def document_source_download(request: HttpRequest, pk: int) -> HttpResponse:
     document = selectors.document_get_for_user(user=request.user, pk=pk)
@@ -208,14 +212,14 @@ def document_source_download(request: HttpRequest, pk: int) -> HttpResponse:
     return attachment_response(data, filename=document.source_name or document.name, content_type="application/octet-stream")
 
 
-@login_required
 @require_GET
 def world_consistency(request: HttpRequest, pk: int) -> HttpResponse:
     world = selectors.world_get_for_user(user=request.user, pk=pk)
-    return render(request, f"{WORLD}#consistency", {"world": world, "mismatches": selectors.world_consistency_report(world=world), "checked": True})
+    return render(
+        request, f"{WORLD}#consistency", {"world": world, "mismatches": selectors.world_consistency_report(world=world), "checked": True}
+    )
 
 
-@login_required
 @require_POST
 def world_upload(request: HttpRequest, pk: int) -> HttpResponse:
     """Upload existing files into the data room, all or nothing; their text is extracted for agents."""

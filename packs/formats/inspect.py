@@ -96,7 +96,9 @@ class InspectWriter(FormatWriter):
         for name in TEMPLATE_FILES:
             out.write_bytes(f"{FOLDER}/{name}", (TEMPLATES / name).read_bytes())
         info = {**self.pack_info, "tasks": self._count, "worlds": len(self._world_zips)}
-        out.write_bytes(f"{FOLDER}/pack.json", (json.dumps(info, ensure_ascii=False, sort_keys=True, indent=2, default=str) + "\n").encode())
+        out.write_bytes(
+            f"{FOLDER}/pack.json", (json.dumps(info, ensure_ascii=False, sort_keys=True, indent=2, default=str) + "\n").encode()
+        )
         self._samples.seek(0)
         out.write_file(f"{FOLDER}/samples.jsonl", self._samples)
         self._samples.close()

@@ -1,5 +1,16 @@
-// Taskwright's only script of its own: show a plain message when a request fails in a
-// way no fragment explains (a 403, 404 or 500 answered to an htmx request).
+// Taskwright's only script of its own: swap the fragment a refused permission answers,
+// and show a plain message when a request fails in a way no fragment explains (any other
+// 403, a 404 or a 500 answered to an htmx request).
+
+// A refusal is a 403 marked with this header (core/views.py), its body the form or
+// fragment that says why: swap it as base.html's config swaps a 422.
+document.addEventListener("htmx:beforeSwap", function (event) {
+  var xhr = event.detail.xhr;
+  if (xhr.status === 403 && xhr.getResponseHeader("Taskwright-Refusal")) {
+    event.detail.shouldSwap = true;
+    event.detail.isError = false;
+  }
+});
 document.addEventListener("htmx:responseError", function (event) {
   var box = document.getElementById("request-error");
   if (!box) return;
@@ -15,3 +26,14 @@ document.addEventListener("htmx:sendError", function () {
   var box = document.getElementById("request-error");
   if (box) { box.textContent = "The server could not be reached. Nothing was saved; try again."; box.hidden = false; }
 });
+
+// A <details data-load="url"> loads its content into its [data-load-target] the first time it
+// is opened (a model step's request and response: too large to send with every trajectory).
+// Without this script, the link inside opens the same content as a page of its own.
+document.addEventListener("toggle", function (event) {
+  var details = event.target;
+  if (!details.open || !details.dataset || !details.dataset.load || details.dataset.loaded) return;
+  details.dataset.loaded = "1";
+  var target = details.querySelector("[data-load-target]") || details;
+  htmx.ajax("GET", details.dataset.load, { target: target, swap: "innerHTML" });
+}, true);  // (toggle does not bubble: listened for on its way down)

@@ -74,7 +74,15 @@ def test_inactive_user_gets_no_token(team):
 
 def test_every_endpoint_needs_authentication(team, world):
     client = APIClient()
-    for url in ["/api/projects/", f"/api/projects/{team.project.pk}/", "/api/worlds/", f"/api/worlds/{world.pk}/", "/api/tasks/", "/api/packs/", "/api/review-queue/"]:
+    for url in [
+        "/api/projects/",
+        f"/api/projects/{team.project.pk}/",
+        "/api/worlds/",
+        f"/api/worlds/{world.pk}/",
+        "/api/tasks/",
+        "/api/packs/",
+        "/api/review-queue/",
+    ]:
         assert client.get(url).status_code == 401, url
     assert client.post("/api/worlds/", {"project": team.project.pk, "title": "X"}, format="json").status_code == 401
     bad_token = APIClient()
@@ -117,7 +125,9 @@ def test_unknown_query_parameter_is_a_400(team, world, api_for):
     assert "Unknown query parameter(s): projet" in response.json()["detail"]
     # A list's filter is not accepted on a detail endpoint, nor on a write.
     assert client.get(f"/api/worlds/{world.pk}/?project=1").status_code == 400
-    assert client.post(f"/api/worlds/?project={team.project.pk}", {"project": team.project.pk, "title": "T"}, format="json").status_code == 400
+    assert (
+        client.post(f"/api/worlds/?project={team.project.pk}", {"project": team.project.pk, "title": "T"}, format="json").status_code == 400
+    )
     assert not World.objects.filter(title="T").exists()
     # The allow-listed ones work.
     ok = client.get(f"/api/worlds/?project={team.project.pk}&limit=1&offset=0&format=json")
@@ -127,7 +137,10 @@ def test_unknown_query_parameter_is_a_400(team, world, api_for):
 
 @pytest.mark.parametrize(
     "query",
-    ["project=abc", "project=-1", "project=0", "project=99999999999999999999999", "project=1&project=2", "limit=abc", "limit=0", "offset=-3", "status=nonsense"],
+    [
+        "project=abc", "project=-1", "project=0", "project=99999999999999999999999", "project=1&project=2",
+        "limit=abc", "limit=0", "offset=-3", "status=nonsense",
+    ],
 )
 def test_bad_filter_values_are_a_400_with_a_message(team, api_for, query):
     response = api_for(team.author).get(f"/api/tasks/?{query}")
@@ -172,7 +185,9 @@ def test_text_postgresql_cannot_store_is_a_400(team, world, api_for):
     )
     assert surrogate.status_code == 400
     assert "Unicode" in surrogate.json()["detail"]
-    metadata = client.post(f"/api/worlds/{world.pk}/documents/", {"path": "Mail/a", "kind": "email", "metadata": {"subject": "\x00"}}, format="json")
+    metadata = client.post(
+        f"/api/worlds/{world.pk}/documents/", {"path": "Mail/a", "kind": "email", "metadata": {"subject": "\x00"}}, format="json"
+    )
     assert metadata.status_code == 400
     assert World.objects.filter(project=team.project).count() == 1
 

@@ -18,7 +18,12 @@ def test_world_create_list_get_and_patch(team, other_team, api_for):
     assert created.status_code == 201, created.json()
     body = created.json()
     world = World.objects.get(pk=body["id"])
-    assert (world.title, world.outline, world.facts, world.created_by) == ("Deal room", "## Scenario\n", [{"key": "Price", "value": "$3m"}], team.author)
+    assert (world.title, world.outline, world.facts, world.created_by) == (
+        "Deal room",
+        "## Scenario\n",
+        [{"key": "Price", "value": "$3m"}],
+        team.author,
+    )
     assert body["revision"] == 1 and body["created_by"] == team.author.username and body["project"] == team.project.pk
 
     factories.world(other_team.project, other_team.author, title="Their world")
@@ -64,14 +69,16 @@ def test_stale_world_patch_is_a_409_and_changes_nothing(world, team, api_for):
 def test_world_rules_come_from_the_services(world, team, api_for):
     reviewer = api_for(team.reviewer)
     response = reviewer.patch(f"/api/worlds/{world.pk}/", {"revision": 1, "title": "Reviewer edit"}, format="json")
-    assert response.status_code == 400
+    assert response.status_code == 403
     assert "cannot edit content" in response.json()["detail"]
     created = reviewer.post("/api/worlds/", {"project": team.project.pk, "title": "Reviewer world"}, format="json")
-    assert created.status_code == 400
+    assert created.status_code == 403
     assert not World.objects.filter(title="Reviewer world").exists()
 
     author = api_for(team.author)
-    assert author.post("/api/worlds/", {"project": team.project.pk, "title": "  "}, format="json").json() == {"detail": "A world needs a title."}
+    assert author.post("/api/worlds/", {"project": team.project.pk, "title": "  "}, format="json").json() == {
+        "detail": "A world needs a title."
+    }
     too_long = author.post("/api/worlds/", {"project": team.project.pk, "title": "T", "outline": "x" * 200_001}, format="json")
     assert too_long.status_code == 400 and "too long" in too_long.json()["detail"]
     bad_fact = author.post("/api/worlds/", {"project": team.project.pk, "title": "T", "facts": [{"key": "", "value": "v"}]}, format="json")
@@ -87,7 +94,13 @@ def test_document_create_list_get_patch_delete(world, team, api_for):
     client = api_for(team.author)
     created = client.post(
         f"/api/worlds/{world.pk}/documents/",
-        {"path": "Mail/Offer", "kind": "email", "brief": "The offer", "metadata": {"from": "a@x.test", "subject": "Offer"}, "content": "Dear Beta,"},
+        {
+            "path": "Mail/Offer",
+            "kind": "email",
+            "brief": "The offer",
+            "metadata": {"from": "a@x.test", "subject": "Offer"},
+            "content": "Dear Beta,",
+        },
         format="json",
     )
     assert created.status_code == 201, created.json()
@@ -138,9 +151,9 @@ def test_reviewer_cannot_change_documents(world, team, api_for):
     reviewer = api_for(team.reviewer)
     assert reviewer.get(f"/api/documents/{document.pk}/").status_code == 200  # reading is fine
     patch = reviewer.patch(f"/api/documents/{document.pk}/", {"revision": 1, "content": "Reviewer text"}, format="json")
-    assert patch.status_code == 400
-    assert reviewer.delete(f"/api/documents/{document.pk}/").status_code == 400
-    assert reviewer.post(f"/api/worlds/{world.pk}/documents/", {"path": "R/x.md"}, format="json").status_code == 400
+    assert patch.status_code == 403
+    assert reviewer.delete(f"/api/documents/{document.pk}/").status_code == 403
+    assert reviewer.post(f"/api/worlds/{world.pk}/documents/", {"path": "R/x.md"}, format="json").status_code == 403
     document.refresh_from_db()
     assert document.content == "" and document.revision == 1
     assert world.documents.count() == 2
@@ -155,7 +168,12 @@ def test_task_create_list_get_patch(world, team, other_team, api_for):
     )
     assert created.status_code == 201, created.json()
     env_task = EnvTask.objects.get(pk=created.json()["id"])
-    assert (env_task.world, env_task.project, env_task.prompt, env_task.status) == (world, team.project, "What is the price?", EnvTaskStatus.DRAFT)
+    assert (env_task.world, env_task.project, env_task.prompt, env_task.status) == (
+        world,
+        team.project,
+        "What is the price?",
+        EnvTaskStatus.DRAFT,
+    )
     assert env_task.rubric_versions.count() == 1
 
     factories.env_task(factories.world(other_team.project, other_team.author), other_team.author, title="Theirs")
@@ -169,7 +187,9 @@ def test_task_create_list_get_patch(world, team, other_team, api_for):
     detail = client.get(f"/api/tasks/{env_task.pk}/").json()
     assert detail["prompt"] == "What is the price?" and detail["revision"] == 1
 
-    patched = client.patch(f"/api/tasks/{env_task.pk}/", {"revision": 1, "reference_answer": "$12m", "deliverable_kind": "docx"}, format="json")
+    patched = client.patch(
+        f"/api/tasks/{env_task.pk}/", {"revision": 1, "reference_answer": "$12m", "deliverable_kind": "docx"}, format="json"
+    )
     assert patched.status_code == 200, patched.json()
     env_task.refresh_from_db()
     assert (env_task.reference_answer, env_task.deliverable_kind, env_task.title, env_task.revision) == ("$12m", "docx", "Price", 2)
@@ -187,14 +207,17 @@ def test_task_stale_patch_is_a_409_and_db_unchanged(env_task, team, api_for):
 def test_reviewer_cannot_patch_a_task_or_its_rubric(env_task, team, api_for):
     reviewer = api_for(team.reviewer)
     response = reviewer.patch(f"/api/tasks/{env_task.pk}/", {"revision": env_task.revision, "prompt": "Reviewer prompt"}, format="json")
-    assert response.status_code == 400
+    assert response.status_code == 403
     assert "cannot edit content" in response.json()["detail"]
     rubric = env_task.rubric_versions.get()
     criterion = rubric.criteria.first()
-    assert reviewer.patch(f"/api/criteria/{criterion.pk}/", {"revision": rubric.revision, "points": 50}, format="json").status_code == 400
-    assert reviewer.post(f"/api/tasks/{env_task.pk}/rubric/criteria/", {"revision": rubric.revision, "text": "R"}, format="json").status_code == 400
-    assert reviewer.delete(f"/api/criteria/{criterion.pk}/", {"revision": rubric.revision}, format="json").status_code == 400
-    assert reviewer.post("/api/tasks/", {"world": env_task.world_id, "title": "Reviewer task"}, format="json").status_code == 400
+    assert reviewer.patch(f"/api/criteria/{criterion.pk}/", {"revision": rubric.revision, "points": 50}, format="json").status_code == 403
+    assert (
+        reviewer.post(f"/api/tasks/{env_task.pk}/rubric/criteria/", {"revision": rubric.revision, "text": "R"}, format="json").status_code
+        == 403
+    )
+    assert reviewer.delete(f"/api/criteria/{criterion.pk}/", {"revision": rubric.revision}, format="json").status_code == 403
+    assert reviewer.post("/api/tasks/", {"world": env_task.world_id, "title": "Reviewer task"}, format="json").status_code == 403
     env_task.refresh_from_db()
     criterion.refresh_from_db()
     assert env_task.prompt != "Reviewer prompt" and criterion.points == 5
@@ -246,20 +269,28 @@ def test_rubric_and_criteria_endpoints(env_task, team, api_for):
     assert not Criterion.objects.filter(pk=criterion.pk).exists()
     assert [c["text"] for c in deleted.json()["rubric"]["criteria"]] == ["States fact 1", "States fact 2"]
 
-    bad = client.post(f"/api/tasks/{env_task.pk}/rubric/criteria/", {"revision": deleted.json()["rubric"]["revision"], "text": "Bad", "points": 0}, format="json")
+    bad = client.post(
+        f"/api/tasks/{env_task.pk}/rubric/criteria/",
+        {"revision": deleted.json()["rubric"]["revision"], "text": "Bad", "points": 0},
+        format="json",
+    )
     assert bad.status_code == 400 and "not zero" in bad.json()["detail"]
 
 
 def test_editing_a_frozen_rubric_starts_a_new_version(env_task, team, api_for):
     rubric = env_task.rubric_versions.get()
     submission_create(env_task=env_task, user=team.author)
-    review_decide(submission=submission_claim_next(user=team.reviewer), user=team.reviewer, decision="request_changes", comment="Sharpen fact 2.")
+    review_decide(
+        submission=submission_claim_next(user=team.reviewer), user=team.reviewer, decision="request_changes", comment="Sharpen fact 2."
+    )
     client = api_for(team.author)
     current = client.get(f"/api/tasks/{env_task.pk}/rubric/").json()
     assert current["frozen"] is True and current["number"] == 1
 
     old_criterion = rubric.criteria.order_by("position").last()
-    patched = client.patch(f"/api/criteria/{old_criterion.pk}/", {"revision": current["revision"], "text": "States fact 2 exactly"}, format="json")
+    patched = client.patch(
+        f"/api/criteria/{old_criterion.pk}/", {"revision": current["revision"], "text": "States fact 2 exactly"}, format="json"
+    )
     assert patched.status_code == 200, patched.json()
     body = patched.json()
     assert body["rubric"]["number"] == 2 and body["rubric"]["frozen"] is False

@@ -47,7 +47,8 @@ def counts() -> tuple:
 def test_suggest_skeleton_poll_and_accept_items(team, deal, endpoint, fake_llm, api_for, eager, django_capture_on_commit_callbacks):
     items = [
         {"path": "Deal/LOI.docx", "kind": "file", "format": "docx", "brief": "The LOI", "target_size": 600, "metadata": {}},
-        {"path": "Mail/Kickoff", "kind": "email", "format": "", "brief": "Kick-off", "target_size": 150, "metadata": {"subject": "Kick-off"}},
+        {"path": "Mail/Kickoff", "kind": "email", "format": "", "brief": "Kick-off", "target_size": 150,
+         "metadata": {"subject": "Kick-off"}},
         {"path": "../escape.md", "kind": "file", "format": "md", "brief": "bad", "target_size": 10, "metadata": {}},
     ]
     fake_llm.script(Reply(structured={"items": items}))
@@ -61,7 +62,11 @@ def test_suggest_skeleton_poll_and_accept_items(team, deal, endpoint, fake_llm, 
 
     proposal = client.get(f"/api/skeleton-proposals/{body['id']}/").json()
     assert proposal["status"] == "ready"
-    assert [(i["path"], i["accepted"]) for i in proposal["items"]] == [("Deal/LOI.docx", False), ("Mail/Kickoff", False), ("../escape.md", False)]
+    assert [(i["path"], i["accepted"]) for i in proposal["items"]] == [
+        ("Deal/LOI.docx", False),
+        ("Mail/Kickoff", False),
+        ("../escape.md", False),
+    ]
     assert "not a valid data-room path" in proposal["items"][2]["problem"]
 
     accepted = client.post(f"/api/skeleton-proposals/{body['id']}/accept/", {"index": 0}, format="json")
@@ -98,7 +103,9 @@ def test_suggest_skeleton_needs_an_outline_and_an_enabled_endpoint(team, endpoin
 
 # --- Draft runs ------------------------------------------------------------------------
 
-def test_draft_all_then_poll_the_run_and_download_real_files(team, deal, endpoint, fake_llm, api_for, eager, django_capture_on_commit_callbacks):
+def test_draft_all_then_poll_the_run_and_download_real_files(
+    team, deal, endpoint, fake_llm, api_for, eager, django_capture_on_commit_callbacks
+):
     loi = add(deal, team.author, "Deal/LOI.docx")
     add(deal, team.author, "Finance/Cap table.xlsx")
     fake_llm.responder = scripted_responder()
@@ -116,7 +123,14 @@ def test_draft_all_then_poll_the_run_and_download_real_files(team, deal, endpoin
     assert (progress["done"], progress["failed"], progress["remaining"], progress["is_finished"]) == (2, 0, 0, True)
     assert (progress["input_tokens"], progress["output_tokens"], progress["cost"]) == (2400, 800, "0.004000")
     job = run.json()["jobs"][0]
-    assert (job["status"], job["error"], job["input_tokens"], job["output_tokens"], job["cost"], job["attempts"]) == ("done", "", 1200, 400, "0.002000", 1)
+    assert (job["status"], job["error"], job["input_tokens"], job["output_tokens"], job["cost"], job["attempts"]) == (
+        "done",
+        "",
+        1200,
+        400,
+        "0.002000",
+        1,
+    )
 
     loi.refresh_from_db()
     assert loi.status == "drafted" and "purchase price of $12,000,000" in loi.content
@@ -136,14 +150,18 @@ def test_draft_all_then_poll_the_run_and_download_real_files(team, deal, endpoin
     assert DraftRun.objects.count() == 1
 
 
-def test_redraft_one_document_with_an_instruction_then_restore_an_earlier_version(team, deal, endpoint, fake_llm, api_for, eager, django_capture_on_commit_callbacks):
+def test_redraft_one_document_with_an_instruction_then_restore_an_earlier_version(
+    team, deal, endpoint, fake_llm, api_for, eager, django_capture_on_commit_callbacks
+):
     loi = add(deal, team.author, "Deal/LOI.docx", content="Hand-written first draft.")
     other = add(deal, team.author, "Finance/Cap table.xlsx")
     fake_llm.responder = scripted_responder()
     client = api_for(team.author)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
-            f"/api/worlds/{deal.pk}/draft/", {"endpoint": endpoint.pk, "documents": [loi.pk], "instruction": "Make it formal."}, format="json"
+            f"/api/worlds/{deal.pk}/draft/",
+            {"endpoint": endpoint.pk, "documents": [loi.pk], "instruction": "Make it formal."},
+            format="json",
         )
     assert response.status_code == 202, response.json()
     assert [j["document"] for j in response.json()["jobs"]] == [loi.pk]
@@ -160,7 +178,9 @@ def test_redraft_one_document_with_an_instruction_then_restore_an_earlier_versio
     loi.refresh_from_db()
     stale = client.post(f"/api/document-versions/{first['id']}/restore/", {"revision": loi.revision - 1}, format="json")
     assert stale.status_code == 409 and stale.json()["current_revision"] == loi.revision
-    assert client.post(f"/api/document-versions/{first['id']}/restore/", {}, format="json").json() == {"revision": ["This field is required."]}
+    assert client.post(f"/api/document-versions/{first['id']}/restore/", {}, format="json").json() == {
+        "revision": ["This field is required."]
+    }
     restored = client.post(f"/api/document-versions/{first['id']}/restore/", {"revision": loi.revision}, format="json")
     assert restored.status_code == 200, restored.json()
     assert restored.json()["content"] == "Hand-written first draft." and restored.json()["revision"] == loi.revision + 1
@@ -169,7 +189,9 @@ def test_redraft_one_document_with_an_instruction_then_restore_an_earlier_versio
     assert [(v.number, v.source) for v in loi.versions.all()] == [(3, VersionSource.RESTORED), (2, "drafted"), (1, "edited")]
 
 
-def test_a_failed_job_shows_why_is_retried_alone_and_a_run_can_be_cancelled(team, deal, endpoint, fake_llm, api_for, eager, django_capture_on_commit_callbacks):
+def test_a_failed_job_shows_why_is_retried_alone_and_a_run_can_be_cancelled(
+    team, deal, endpoint, fake_llm, api_for, eager, django_capture_on_commit_callbacks
+):
     loi = add(deal, team.author, "Deal/LOI.docx")
     fake_llm.responder = lambda request: Reply(status=500, content="upstream exploded")
     client = api_for(team.author)
@@ -241,7 +263,10 @@ def test_upload_files_then_download_the_original(team, deal, api_for):
         format="multipart",
     )
     assert response.status_code == 201, response.json()
-    assert [(d["path"], d["format"], d["status"]) for d in response.json()] == [("Uploads/SPA.docx", "docx", "edited"), ("Uploads/notes.md", "md", "edited")]
+    assert [(d["path"], d["format"], d["status"]) for d in response.json()] == [
+        ("Uploads/SPA.docx", "docx", "edited"),
+        ("Uploads/notes.md", "md", "edited"),
+    ]
     spa = deal.documents.get(path="Uploads/SPA.docx")
     assert spa.content.startswith("# Share purchase agreement") and spa.versions.get().source == VersionSource.UPLOADED
     original = client.get(f"/api/documents/{spa.pk}/original/")
@@ -282,19 +307,26 @@ def test_consistency_check_lists_the_planted_contradiction(team, deal, api_for):
     assert response.status_code == 200
     assert response.json()["world"] == deal.pk
     [mismatch] = response.json()["mismatches"]
-    assert (mismatch["fact_key"], mismatch["document"], mismatch["document_path"]) == ("Purchase price", planted.pk, "Deal/Board minutes.md")
+    assert (mismatch["fact_key"], mismatch["document"], mismatch["document_path"]) == (
+        "Purchase price",
+        planted.pk,
+        "Deal/Board minutes.md",
+    )
     assert "$15 million" in mismatch["found"] + mismatch["snippet"]
 
 
 # --- Roles -----------------------------------------------------------------------------
 
-def test_reviewers_read_drafting_but_cannot_draft_upload_accept_cancel_retry_or_restore(team, deal, endpoint, fake_llm, api_for, django_capture_on_commit_callbacks):
+def test_reviewers_read_drafting_but_cannot_draft_upload_accept_cancel_retry_or_restore(
+    team, deal, endpoint, fake_llm, api_for, django_capture_on_commit_callbacks
+):
     loi = add(deal, team.author, "Deal/LOI.docx", content="First.")
     with django_capture_on_commit_callbacks(execute=False):
         run = drafting.draft_run_start(world=deal, user=team.author, endpoint=endpoint, documents=[loi])
         proposal = drafting.skeleton_suggest(world=deal, user=team.author, endpoint=endpoint)
     SkeletonProposal.objects.filter(pk=proposal.pk).update(status="ready", items=[
-        {"path": "Deal/New.md", "kind": "file", "format": "md", "brief": "", "metadata": {}, "target_size": 10, "accepted": False, "problem": ""},
+        {"path": "Deal/New.md", "kind": "file", "format": "md", "brief": "", "metadata": {}, "target_size": 10,
+         "accepted": False, "problem": ""},
     ])
     failed = run.jobs.get()
     DraftJob.objects.filter(pk=failed.pk).update(status=DraftJobStatus.FAILED, error="boom")
@@ -313,9 +345,9 @@ def test_reviewers_read_drafting_but_cannot_draft_upload_accept_cancel_retry_or_
         (f"/api/document-versions/{version.pk}/restore/", {"revision": loi.revision}),
     ]:
         response = reviewer.post(url, body, format="json")
-        assert response.status_code == 400 and "cannot edit content" in response.json()["detail"], (url, response.json())
+        assert response.status_code == 403 and "cannot edit content" in response.json()["detail"], (url, response.json())
     upload = reviewer.post(f"/api/worlds/{deal.pk}/uploads/", {"files": [SimpleUploadedFile("a.md", b"# A")]}, format="multipart")
-    assert upload.status_code == 400 and "cannot edit content" in upload.json()["detail"]
+    assert upload.status_code == 403 and "cannot edit content" in upload.json()["detail"]
     assert counts() == before
     assert not fake_llm.requests
 
@@ -331,7 +363,14 @@ def theirs(other_team, endpoint, django_capture_on_commit_callbacks):
         run = drafting.draft_run_start(world=world, user=other_team.author, endpoint=endpoint)
         proposal = drafting.skeleton_suggest(world=world, user=other_team.author, endpoint=endpoint)
     DraftJob.objects.filter(run=run).update(status=DraftJobStatus.FAILED)
-    return {"world": world, "document": document, "version": document.versions.get(), "run": run, "job": run.jobs.first(), "proposal": proposal}
+    return {
+        "world": world,
+        "document": document,
+        "version": document.versions.get(),
+        "run": run,
+        "job": run.jobs.first(),
+        "proposal": proposal,
+    }
 
 
 def test_every_new_route_is_a_404_across_projects(team, theirs, endpoint, api_for):
@@ -368,7 +407,9 @@ def test_every_new_route_is_a_404_across_projects(team, theirs, endpoint, api_fo
     assert counts() == before
     # Naming their documents in a draft of our world finds nothing either.
     ours = factories.world(team.project, team.author)
-    response = api_for(team.author).post(f"/api/worlds/{ours.pk}/draft/", {"endpoint": endpoint.pk, "documents": [t["document"].pk]}, format="json")
+    response = api_for(team.author).post(
+        f"/api/worlds/{ours.pk}/draft/", {"endpoint": endpoint.pk, "documents": [t["document"].pk]}, format="json"
+    )
     assert response.status_code == 400 and DraftRun.objects.filter(world=ours).count() == 0
 
 

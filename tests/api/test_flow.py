@@ -61,14 +61,19 @@ def test_author_to_pack_download(team, django_capture_on_commit_callbacks):
     world_id = world.json()["id"]
     document = author.post(f"/api/worlds/{world_id}/documents/", {"path": "Deal/LOI.md", "content": "Price: $12m. Closing 31 March."})
     assert document.status_code == 201
-    task = author.post("/api/tasks/", {"world": world_id, "title": "State the price", "prompt": "What does Acme pay?", "reference_answer": "$12m"})
+    task = author.post(
+        "/api/tasks/", {"world": world_id, "title": "State the price", "prompt": "What does Acme pay?", "reference_answer": "$12m"}
+    )
     assert task.status_code == 201
     task_id = task.json()["id"]
     rubric = author.get(f"/api/tasks/{task_id}/rubric/").json()
-    added = author.post(f"/api/tasks/{task_id}/rubric/criteria/", {"revision": rubric["revision"], "text": "Says $12m", "points": 5, "tag": "essential"})
+    added = author.post(
+        f"/api/tasks/{task_id}/rubric/criteria/", {"revision": rubric["revision"], "text": "Says $12m", "points": 5, "tag": "essential"}
+    )
     assert added.status_code == 201
     penalty = author.post(
-        f"/api/tasks/{task_id}/rubric/criteria/", {"revision": added.json()["rubric"]["revision"], "text": "Invents a price", "points": -5, "tag": "pitfall"}
+        f"/api/tasks/{task_id}/rubric/criteria/",
+        {"revision": added.json()["rubric"]["revision"], "text": "Invents a price", "points": -5, "tag": "pitfall"},
     )
     assert penalty.json()["rubric"]["total_positive_points"] == 5
     submitted = author.post(f"/api/tasks/{task_id}/submit/")

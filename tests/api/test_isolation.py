@@ -97,7 +97,9 @@ def test_lists_never_include_the_other_projects_objects(team, theirs, api_for, r
     # Our project has one of everything too, so an empty list proves nothing by itself.
     ours = approved_submission(team, title="Our approved task")
     our_pack = pack_create(project_id=team.project.pk, user=team.admin, name="Our pack", submission_ids=[ours.pk])
-    queued = submission_create(env_task=factories.env_task(factories.world(team.project, team.author), team.author, title="Our queued"), user=team.author)
+    queued = submission_create(
+        env_task=factories.env_task(factories.world(team.project, team.author), team.author, title="Our queued"), user=team.author
+    )
     client = api_for(getattr(team, role))
     their_project = theirs["project"].pk
 

@@ -28,7 +28,11 @@ def staff(db):
 
 
 def endpoints_state() -> list:
-    return list(ModelEndpoint.objects.order_by("pk").values_list("pk", "name", "kind", "base_url", "model", "api_key_env", "enabled", "max_concurrency"))
+    return list(
+        ModelEndpoint.objects.order_by("pk").values_list(
+            "pk", "name", "kind", "base_url", "model", "api_key_env", "enabled", "max_concurrency"
+        )
+    )
 
 
 # --- Endpoints -------------------------------------------------------------------------
@@ -87,8 +91,13 @@ def test_staff_add_and_change_endpoints(staff, api_for, monkeypatch, settings):
         response = client.post("/api/model-endpoints/", body, format="json")
         assert response.status_code == 400 and message in response.json()["detail"], (body, response.json())
     assert client.post("/api/model-endpoints/", {"name": "Odd", "kind": "telepathy"}, format="json").json()["kind"]
-    assert client.post("/api/model-endpoints/", {"name": "Zero", "kind": "scripted", "max_concurrency": 0}, format="json").status_code == 400
-    assert client.patch(f"/api/model-endpoints/{endpoint.pk}/", {"kind": "openai_compatible", "base_url": ""}, format="json").status_code == 400
+    assert (
+        client.post("/api/model-endpoints/", {"name": "Zero", "kind": "scripted", "max_concurrency": 0}, format="json").status_code == 400
+    )
+    assert (
+        client.patch(f"/api/model-endpoints/{endpoint.pk}/", {"kind": "openai_compatible", "base_url": ""}, format="json").status_code
+        == 400
+    )
     assert endpoints_state() == before
 
 
@@ -107,7 +116,9 @@ def test_only_staff_configure_endpoints(team, endpoint, api_for):
 def test_a_key_pasted_where_its_variable_name_belongs_is_refused_and_never_echoed(staff, endpoint, api_for, pasted):
     client = api_for(staff)
     before = endpoints_state()
-    created = client.post("/api/model-endpoints/", {"name": "Pasted", "kind": "anthropic", "model": "claude", "api_key_env": pasted}, format="json")
+    created = client.post(
+        "/api/model-endpoints/", {"name": "Pasted", "kind": "anthropic", "model": "claude", "api_key_env": pasted}, format="json"
+    )
     assert created.status_code == 400 and "NAME of an environment variable" in created.json()["detail"]
     changed = client.patch(f"/api/model-endpoints/{endpoint.pk}/", {"api_key_env": pasted}, format="json")
     assert changed.status_code == 400
@@ -138,7 +149,9 @@ def test_the_call_log_is_scoped_to_what_each_user_administers(team, other_team, 
 
     admin = api_for(team.admin)
     ours = admin.get("/api/model-calls/").json()
-    assert [(c["id"], c["project"], c["purpose"], c["cost"]) for c in ours["results"]] == [(calls["ours"].pk, team.project.pk, "drafting", "0.000020")]
+    assert [(c["id"], c["project"], c["purpose"], c["cost"]) for c in ours["results"]] == [
+        (calls["ours"].pk, team.project.pk, "drafting", "0.000020")
+    ]
     assert admin.get(f"/api/model-calls/?project={team.project.pk}").json()["count"] == 1
     assert admin.get(f"/api/model-calls/?project={other_team.project.pk}").json()["count"] == 0
     assert admin.get("/api/model-calls/?purpose=judge").status_code == 400

@@ -31,7 +31,9 @@ def test_pack_create_refuses_what_the_service_refuses(team, other_team, api_for)
     empty = admin.post("/api/packs/", {"project": team.project.pk, "name": "Empty", "submission_ids": []}, format="json")
     assert empty.status_code == 400 and "at least one" in empty.json()["detail"]
     theirs = approved_submission(other_team)
-    mixed = admin.post("/api/packs/", {"project": team.project.pk, "name": "Mixed", "submission_ids": [submission.pk, theirs.pk]}, format="json")
+    mixed = admin.post(
+        "/api/packs/", {"project": team.project.pk, "name": "Mixed", "submission_ids": [submission.pk, theirs.pk]}, format="json"
+    )
     assert mixed.status_code == 400 and "Only approved tasks of this project" in mixed.json()["detail"]
     # Not a member of the other project: 404, as if it did not exist.
     foreign = admin.post("/api/packs/", {"project": other_team.project.pk, "name": "X", "submission_ids": [theirs.pk]}, format="json")
@@ -47,7 +49,7 @@ def test_non_admins_can_neither_create_nor_list_packs(team, api_for):
     for user in (team.author, team.reviewer):
         client = api_for(user)
         created = client.post("/api/packs/", {"project": team.project.pk, "name": "Mine", "submission_ids": [submission.pk]}, format="json")
-        assert created.status_code == 400
+        assert created.status_code == 403
         assert "cannot build packs" in created.json()["detail"]
         assert client.get("/api/packs/").json() == {"count": 0, "next": None, "previous": None, "results": []}
         assert client.get(f"/api/packs/?project={team.project.pk}").json()["count"] == 0

@@ -11,7 +11,12 @@ def test_submit_freezes_the_task_and_queues_it(env_task, team, api_for):
     assert response.status_code == 201, response.json()
     body = response.json()
     submission = Submission.objects.get(pk=body["id"])
-    assert (submission.env_task, submission.number, submission.status, submission.submitted_by) == (env_task, 1, SubmissionStatus.QUEUED, team.author)
+    assert (submission.env_task, submission.number, submission.status, submission.submitted_by) == (
+        env_task,
+        1,
+        SubmissionStatus.QUEUED,
+        team.author,
+    )
     assert body["snapshot"]["task"]["prompt"] == env_task.prompt
     assert [c["text"] for c in body["snapshot"]["rubric"]["criteria"]] == ["States fact 1", "States fact 2"]
     assert body["review"] is None
@@ -26,7 +31,7 @@ def test_submit_refuses_an_incomplete_task(world, team, api_for):
     assert response.status_code == 400
     assert "add at least one rubric criterion" in response.json()["detail"]
     assert not Submission.objects.exists()
-    assert api_for(team.reviewer).post(f"/api/tasks/{env_task.pk}/submit/").status_code == 400
+    assert api_for(team.reviewer).post(f"/api/tasks/{env_task.pk}/submit/").status_code == 403  # not an author
 
 
 def test_submissions_list_and_detail(env_task, team, api_for):
@@ -64,7 +69,9 @@ def test_queue_claim_release_and_request_changes(env_task, team, api_for):
     assert empty.status_code == 204 and empty.content == b""
     # Someone else cannot release or decide on the reviewer's claim.
     assert api_for(team.admin).post(f"/api/submissions/{submission.pk}/release/").status_code == 400
-    assert api_for(team.admin).post(f"/api/submissions/{submission.pk}/decision/", {"decision": "approve"}, format="json").status_code == 400
+    assert (
+        api_for(team.admin).post(f"/api/submissions/{submission.pk}/decision/", {"decision": "approve"}, format="json").status_code == 400
+    )
 
     released = reviewer.post(f"/api/submissions/{submission.pk}/release/")
     assert released.status_code == 200 and released.json()["status"] == "queued"
@@ -74,7 +81,9 @@ def test_queue_claim_release_and_request_changes(env_task, team, api_for):
     assert reviewer.post("/api/review-queue/claim-next/").json()["id"] == submission.pk
     no_comment = reviewer.post(f"/api/submissions/{submission.pk}/decision/", {"decision": "request_changes"}, format="json")
     assert no_comment.status_code == 400 and "Say what needs to change" in no_comment.json()["detail"]
-    decided = reviewer.post(f"/api/submissions/{submission.pk}/decision/", {"decision": "request_changes", "comment": "Cite the LOI."}, format="json")
+    decided = reviewer.post(
+        f"/api/submissions/{submission.pk}/decision/", {"decision": "request_changes", "comment": "Cite the LOI."}, format="json"
+    )
     assert decided.status_code == 200, decided.json()
     assert decided.json()["status"] == "changes_requested"
     assert decided.json()["review"]["comment"] == "Cite the LOI." and decided.json()["review"]["reviewer"] == team.reviewer.username
@@ -103,10 +112,12 @@ def test_author_cannot_decide_on_their_own_submission(team, api_for):
     assert admin.post("/api/review-queue/claim-next/").status_code == 204
     # …and a decision by the submitter is refused outright.
     response = admin.post(f"/api/submissions/{submission.pk}/decision/", {"decision": "approve"}, format="json")
-    assert response.status_code == 400
+    assert response.status_code == 403
     assert response.json()["detail"] == "You submitted this task: someone else must review it."
     # A plain author cannot decide either.
-    assert api_for(team.author).post(f"/api/submissions/{submission.pk}/decision/", {"decision": "approve"}, format="json").status_code == 400
+    assert (
+        api_for(team.author).post(f"/api/submissions/{submission.pk}/decision/", {"decision": "approve"}, format="json").status_code == 403
+    )
     submission.refresh_from_db()
     assert submission.status == SubmissionStatus.QUEUED
     assert not Review.objects.exists()

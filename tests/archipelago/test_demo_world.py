@@ -17,7 +17,9 @@ def test_the_demo_world_round_trips(db, media):
     data = export_bytes(world, author)
     names = zipfile.ZipFile(io.BytesIO(data)).namelist()
     kinds = set(world.documents.values_list("kind", flat=True))
-    assert ("email" not in kinds or ".apps_data/mail/sent.mbox" in names) and ("event" not in kinds or ".apps_data/calendar/calendar.ics" in names)
+    assert ("email" not in kinds or ".apps_data/mail/sent.mbox" in names) and (
+        "event" not in kinds or ".apps_data/calendar/calendar.ics" in names
+    )
     copy = import_bytes(data, world.project, author)
     assert export_bytes(copy, author) == data
     assert copy.documents.count() == world.documents.count()

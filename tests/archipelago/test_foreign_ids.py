@@ -57,7 +57,11 @@ The first message of this thread was never in the mailbox.
 """.encode()
 
 SPACE = "Space AAAAq7Lk2xE"
-ROOT_ID, REPLY_ID, OTHER_ID = "AAAAq7Lk2xE/Tq1Zr9_kP0Q/Tq1Zr9_kP0Q", "AAAAq7Lk2xE/Tq1Zr9_kP0Q/Vb3Xk2mN8Lw", "AAAAq7Lk2xE/Hh8Wd3sE2aA/Hh8Wd3sE2aA"
+ROOT_ID, REPLY_ID, OTHER_ID = (
+    "AAAAq7Lk2xE/Tq1Zr9_kP0Q/Tq1Zr9_kP0Q",
+    "AAAAq7Lk2xE/Tq1Zr9_kP0Q/Vb3Xk2mN8Lw",
+    "AAAAq7Lk2xE/Hh8Wd3sE2aA/Hh8Wd3sE2aA",
+)
 ANN_USER = "User 104827195739182739182"
 MESSAGES = {"messages": [
     {"creator": {"name": "Ann Lévy", "email": "ann@other.test", "user_type": "Human"},

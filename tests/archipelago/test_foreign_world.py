@@ -44,7 +44,8 @@ END:VCALENDAR
 """
 
 MESSAGES = {"messages": [
-    {"creator": {"name": "Ann", "email": "a@x.test", "user_type": "Human"}, "created_date": "Monday, January 5, 2026 at 9:30:00\u202fAM UTC",
+    {"creator": {"name": "Ann", "email": "a@x.test", "user_type": "Human"},
+     "created_date": "Monday, January 5, 2026 at 9:30:00\u202fAM UTC",
      "text": "Kick-off at 10", "topic_id": "t1", "message_id": "AAAA/t1/t1"},
     {"creator": {"name": "Bob", "email": "b@x.test", "user_type": "Human"}, "created_date": "Monday, January 5, 2026 at 9:31:00 AM UTC",
      "text": "OK", "topic_id": "t1", "message_id": "AAAA/t1/r2"},

@@ -86,7 +86,10 @@ def test_every_event_has_the_fields_the_calendar_app_needs(exported):
         for field in ("UID", "DTSTART", "DTEND", "CREATED", "LAST-MODIFIED", "SUMMARY"):
             assert event.get(field) is not None, field
         assert "DURATION" not in event
-        assert all(str(a).startswith("mailto:") and a.params.get("CN") for a in (event.get("ATTENDEE") if isinstance(event.get("ATTENDEE"), list) else [event.get("ATTENDEE")]))
+        assert all(
+            str(a).startswith("mailto:") and a.params.get("CN")
+            for a in (event.get("ATTENDEE") if isinstance(event.get("ATTENDEE"), list) else [event.get("ATTENDEE")])
+        )
 
 
 def test_chat_groups_follow_the_google_chat_shape(exported):

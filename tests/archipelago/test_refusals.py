@@ -40,10 +40,13 @@ HOSTILE = {
     "unreadable files": (_zip(OK, ("filesystem/logo.png", PNG), ("filesystem/page.html", b"<html><script>x</script>")),
                          "2 files cannot be read (filesystem/logo.png: This file's content is image/png"),
     "damaged notes": (_zip(OK, (".apps_data/taskwright/world.json", b"{not json")), "world.json in this zip is damaged"),
-    "bad calendar": (_zip(OK, (".apps_data/calendar/calendar.ics", b"BEGIN:VCALENDAR\nBEGIN:VEVENT\n")), "calendar.ics is not valid iCalendar"),
+    "bad calendar": (_zip(OK, (".apps_data/calendar/calendar.ics", b"BEGIN:VCALENDAR\nBEGIN:VEVENT\n")),
+                     "calendar.ics is not valid iCalendar"),
     "bad chat": (_zip(OK, (".apps_data/chat/Groups/Space A/messages.json", b"[1, ")), "messages.json is not valid JSON"),
-    "bad path in notes": (_zip(OK, (".apps_data/mail/sent.mbox", b"From a Thu Jan  1 00:00:00 2026\nMessage-ID: <m@x>\nFrom: a@x.test\n\nHi\n"),
-                                (".apps_data/taskwright/world.json", json.dumps({"taskwright_world": 1, "mail": {"<m@x>": "../../outside"}}).encode())),
+    "bad path in notes": (_zip(OK, (".apps_data/mail/sent.mbox",
+                                    b"From a Thu Jan  1 00:00:00 2026\nMessage-ID: <m@x>\nFrom: a@x.test\n\nHi\n"),
+                                   (".apps_data/taskwright/world.json",
+                                    json.dumps({"taskwright_world": 1, "mail": {"<m@x>": "../../outside"}}).encode())),
                           "not a valid data-room path"),
 }
 
@@ -95,14 +98,18 @@ def test_a_world_that_does_not_render_is_not_exported_and_every_problem_is_named
     from authoring import services
 
     services.document_create(world=full_world, user=team.author, path="Deal/Outline.docx")  # a skeleton
-    services.document_create(world=full_world, user=team.author, path="Deal/Bad.xlsx", content="## Sheet: S\n| | A |\n|---|---|\n| 1 | =NOPE( |\n")
+    services.document_create(
+        world=full_world, user=team.author, path="Deal/Bad.xlsx", content="## Sheet: S\n| | A |\n|---|---|\n| 1 | =NOPE( |\n"
+    )
     services.document_create(world=full_world, user=team.author, path="Mail/Undated", kind="email", content="Hi",
                              metadata={"from": "a@x.test", "to": "b@x.test"})
     with pytest.raises(ApplicationError) as refused:
         export_bytes(full_world, team.author)
     message = refused.value.message
     assert message.startswith("The world cannot be exported until 3 problems are fixed")
-    assert "Deal/Outline.docx: has no content yet" in message and "Deal/Bad.xlsx: " in message and "Mail/Undated: metadata 'date'" in message
+    assert (
+        "Deal/Outline.docx: has no content yet" in message and "Deal/Bad.xlsx: " in message and "Mail/Undated: metadata 'date'" in message
+    )
 
 
 def test_two_documents_exported_to_one_name_are_refused(team, media):

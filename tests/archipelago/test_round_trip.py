@@ -100,7 +100,8 @@ def test_a_world_json_of_version_1_is_still_read(full_world, team):
     old = {
         "taskwright_world": 1, "title": sidecar["title"],
         "files": {target: {"format": e["format"], "sha256": e["sha256"], "content": e["content"],
-                           "metadata": {k: v for k, v in e["metadata"].items() if k == "author"}} for target, e in sidecar["files"].items()},
+                           "metadata": {k: v for k, v in e["metadata"].items() if k == "author"}}
+                  for target, e in sidecar["files"].items()},
         **{app: {key: e["path"] for key, e in sidecar[app].items()} for app in ("mail", "chat", "calendar")},
     }
     imported = import_bytes(_without(data, replace={SIDECAR: json.dumps(old).encode()}), team.project, team.author)

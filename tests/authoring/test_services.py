@@ -9,9 +9,13 @@ from tests import factories
 
 def test_world_update_refuses_a_stale_revision_and_shows_what_changed(team, world):
     base = world.revision
-    services.world_update(world=world, user=team.author2, title=world.title, outline="Beta is the buyer.", facts=world.facts, base_revision=base)
+    services.world_update(
+        world=world, user=team.author2, title=world.title, outline="Beta is the buyer.", facts=world.facts, base_revision=base
+    )
     with pytest.raises(StaleEditError) as caught:
-        services.world_update(world=world, user=team.author, title=world.title, outline="Acme is the buyer.", facts=world.facts, base_revision=base)
+        services.world_update(
+            world=world, user=team.author, title=world.title, outline="Acme is the buyer.", facts=world.facts, base_revision=base
+        )
     assert team.author2.username in caught.value.message
     change = caught.value.extra["changes"]["outline"]
     assert change["saved"] == "Beta is the buyer."
@@ -66,7 +70,9 @@ def test_reviewer_cannot_edit_content(team, world, env_task):
     with pytest.raises(ApplicationError, match="cannot edit content"):
         services.document_create(world=world, user=team.reviewer, path="x.md")
     with pytest.raises(ApplicationError, match="cannot edit content"):
-        services.env_task_update(env_task=env_task, user=team.reviewer, base_revision=None, title="x", prompt="y", deliverable_kind="answer", reference_answer="")
+        services.env_task_update(
+            env_task=env_task, user=team.reviewer, base_revision=None, title="x", prompt="y", deliverable_kind="answer", reference_answer=""
+        )
 
 
 def test_rubric_total_and_criterion_validation(team, env_task):
@@ -94,10 +100,14 @@ def test_frozen_rubric_version_is_never_edited_a_new_version_is_made(team, env_t
 
     submission = review_services.submission_create(env_task=env_task, user=team.author)
     review_services.submission_claim_next(user=team.reviewer)
-    review_services.review_decide(submission=submission, user=team.reviewer, decision="request_changes", comment="Add a criterion on the escrow.")
+    review_services.review_decide(
+        submission=submission, user=team.reviewer, decision="request_changes", comment="Add a criterion on the escrow."
+    )
     v1 = env_task.rubric_versions.get(number=1)
     criterion = v1.criteria.first()
-    services.criterion_update(criterion=criterion, user=team.author, base_revision=v1.revision, text="Edited text", points=7, tag="essential")
+    services.criterion_update(
+        criterion=criterion, user=team.author, base_revision=v1.revision, text="Edited text", points=7, tag="essential"
+    )
     v1.refresh_from_db()
     assert [c.text for c in v1.criteria.all()] == ["States fact 1", "States fact 2"]
     v2 = env_task.rubric_versions.get(number=2)
@@ -109,7 +119,9 @@ def test_task_lifecycle_is_recorded(team, env_task):
     from reviews import services as review_services
 
     review_services.submission_create(env_task=env_task, user=team.author)
-    changes = list(StatusChange.objects.filter(object_id=env_task.pk, content_type__model="envtask").values_list("from_status", "to_status", "actor"))
+    changes = list(
+        StatusChange.objects.filter(object_id=env_task.pk, content_type__model="envtask").values_list("from_status", "to_status", "actor")
+    )
     assert changes == [("", EnvTaskStatus.DRAFT, team.author.pk), (EnvTaskStatus.DRAFT, EnvTaskStatus.IN_REVIEW, team.author.pk)]
 
 
@@ -138,6 +150,8 @@ def test_a_save_without_a_base_revision_is_refused(team, world):
 
 def test_unstorable_text_in_json_fields_is_a_clear_error(team, world):
     with pytest.raises(ApplicationError, match="NUL character"):
-        services.world_update(world=world, user=team.author, title="T", outline="", facts=[{"key": "a\x00", "value": "b"}], base_revision=world.revision)
+        services.world_update(
+            world=world, user=team.author, title="T", outline="", facts=[{"key": "a\x00", "value": "b"}], base_revision=world.revision
+        )
     with pytest.raises(ApplicationError, match="invalid Unicode"):
         services.document_create(world=world, user=team.author, path="x.md", metadata={"subject": "\ud800"})

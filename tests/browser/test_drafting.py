@@ -39,8 +39,10 @@ SAM = {"name": "Sam Lee", "email": "sam@beta.test"}
 
 # What the fake model proposes for the data room, and then drafts for each item.
 SKELETON = [
-    {"path": "Deal/Letter of intent.docx", "kind": "file", "format": "docx", "brief": "Non-binding LOI: price, exclusivity, closing.", "target_size": 400},
-    {"path": "Finance/Price build-up.xlsx", "kind": "file", "format": "xlsx", "brief": "Enterprise value to equity price.", "target_size": 100},
+    {"path": "Deal/Letter of intent.docx", "kind": "file", "format": "docx", "brief": "Non-binding LOI: price, exclusivity, closing.",
+     "target_size": 400},
+    {"path": "Finance/Price build-up.xlsx", "kind": "file", "format": "xlsx", "brief": "Enterprise value to equity price.",
+     "target_size": 100},
     {"path": "Mail/Kick-off", "kind": "email", "format": "", "brief": "Dana opens the deal with Sam.", "target_size": 150,
      "metadata": {"date": "2026-01-05T09:00:00+00:00"}},
     {"path": "Board/Deal update.pptx", "kind": "file", "format": "pptx", "brief": "Board update on the terms.", "target_size": 200},

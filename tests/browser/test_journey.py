@@ -250,7 +250,8 @@ def test_author_review_pack_journey(page: Page, live_server, celery_worker_proce
     with zipfile.ZipFile(format_download.value.path()) as archive:
         [line] = [json.loads(row) for row in archive.read("healthbench.jsonl").decode().splitlines()]
         assert {item["criterion"]: item["points"] for item in line["rubrics"]} == {
-            "States the purchase price of $12m": 3, "Cites the letter of intent as the source": 2, "Invents a price not in the data room": -2}
+            "States the purchase price of $12m": 3, "Cites the letter of intent as the source": 2,
+            "Invents a price not in the data room": -2}
 
     with page.expect_download() as download_info:
         page.get_by_role("link", name=re.compile("Download all")).click()

@@ -96,5 +96,5 @@ def test_a_worker_start_recovers_every_kind_of_job_and_watches_the_broker():
 
     assert _recover_jobs in [receiver() for _, receiver in worker_ready.receivers]
     functions = [getattr(importlib.import_module(path.rsplit(".", 1)[0]), path.rsplit(".", 1)[1]) for path in RECOVERIES]
-    assert {f.__name__ for f in functions} == {"draft_jobs_recover", "skeleton_proposals_recover", "packs_recover", "rollouts_recover", "grades_recover",
-                                                 "probe_runs_recover"}
+    assert {f.__name__ for f in functions} == {"draft_jobs_recover", "skeleton_proposals_recover", "packs_recover", "rollouts_recover",
+                                                 "grades_recover", "probe_runs_recover"}

@@ -61,7 +61,14 @@ def test_markdown_still_renders():
 def test_user_text_on_a_page_is_sanitized(client, team, world):
     from authoring import services
 
-    services.world_update(world=world, user=team.author, title=world.title, outline='<script>alert("x")</script> **ok**', facts=[], base_revision=world.revision)
+    services.world_update(
+        world=world,
+        user=team.author,
+        title=world.title,
+        outline='<script>alert("x")</script> **ok**',
+        facts=[],
+        base_revision=world.revision,
+    )
     client.force_login(team.reviewer)
     page = client.get(f"/worlds/{world.pk}/").content.decode()
     assert '<script>alert("x")</script>' not in page and "<strong>ok</strong>" in page

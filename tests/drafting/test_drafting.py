@@ -27,7 +27,9 @@ def run_jobs(callbacks):
         callback()
 
 
-def test_draft_all_drafts_every_skeleton_document_into_real_files(team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks):
+def test_draft_all_drafts_every_skeleton_document_into_real_files(
+    team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks
+):
     loi = add(drafting_world, team.author, "Deal/LOI.docx")
     cap = add(drafting_world, team.author, "Finance/Cap table.xlsx")
     locked = add(drafting_world, team.author, "Deal/Notes.md", content="Hand-written.")
@@ -46,7 +48,9 @@ def test_draft_all_drafts_every_skeleton_document_into_real_files(team, drafting
     word = docx.Document(io.BytesIO(render_file(loi.kind, loi.format, loi.content, loi.metadata, path=loi.path).data))
     assert "Letter of intent" in [p.text for p in word.paragraphs]
     assert word.tables[0].cell(1, 1).text == "$12,000,000"
-    book = openpyxl.load_workbook(io.BytesIO(render_file(cap.kind, cap.format, cap.content, cap.metadata, path=cap.path).data), data_only=True)
+    book = openpyxl.load_workbook(
+        io.BytesIO(render_file(cap.kind, cap.format, cap.content, cap.metadata, path=cap.path).data), data_only=True
+    )
     assert book["Cap table"]["B4"].value == 10_000_000  # the formula's cached value
 
     versions = loi.versions.all()
@@ -54,12 +58,20 @@ def test_draft_all_drafts_every_skeleton_document_into_real_files(team, drafting
     assert ModelCall.objects.filter(purpose="drafting", outcome="ok").count() == 2
 
 
-def test_each_document_is_drafted_with_its_thread_and_the_facts(team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks):
+def test_each_document_is_drafted_with_its_thread_and_the_facts(
+    team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks
+):
     first = add(drafting_world, team.author, "Mail/Kickoff", kind="email", metadata={"date": "2026-01-05T09:00:00+00:00"})
     fake_llm.responder = scripted_responder()
     with django_capture_on_commit_callbacks(execute=True):
         drafting.draft_run_start(world=drafting_world, user=team.author, endpoint=endpoint)
-    reply = add(drafting_world, team.author, "Mail/Re Kickoff", kind="email", metadata={"thread": "Mail/Kickoff", "date": "2026-01-05T11:00:00+00:00"})
+    reply = add(
+        drafting_world,
+        team.author,
+        "Mail/Re Kickoff",
+        kind="email",
+        metadata={"thread": "Mail/Kickoff", "date": "2026-01-05T11:00:00+00:00"},
+    )
     with django_capture_on_commit_callbacks(execute=True):
         drafting.draft_run_start(world=drafting_world, user=team.author, endpoint=endpoint, documents=[reply])
     prompt = fake_llm.requests[-1].body["messages"][1]["content"]
@@ -72,7 +84,9 @@ def test_each_document_is_drafted_with_its_thread_and_the_facts(team, drafting_w
     assert fake_llm.requests[-1].body["response_format"]["json_schema"]["schema"]["properties"]["body"]["type"] == "string"
 
 
-def test_a_job_that_runs_twice_changes_nothing_the_second_time(team, drafting_world, endpoint, fake_llm, django_capture_on_commit_callbacks):
+def test_a_job_that_runs_twice_changes_nothing_the_second_time(
+    team, drafting_world, endpoint, fake_llm, django_capture_on_commit_callbacks
+):
     loi = add(drafting_world, team.author, "Deal/LOI.docx")
     fake_llm.responder = scripted_responder()
     with django_capture_on_commit_callbacks(execute=False):
@@ -85,7 +99,9 @@ def test_a_job_that_runs_twice_changes_nothing_the_second_time(team, drafting_wo
     assert job.status == DraftJobStatus.DONE and job.attempts == 1
 
 
-def test_a_failed_document_shows_why_and_can_be_retried_alone(client, team, drafting_world, endpoint, fake_llm, django_capture_on_commit_callbacks):
+def test_a_failed_document_shows_why_and_can_be_retried_alone(
+    client, team, drafting_world, endpoint, fake_llm, django_capture_on_commit_callbacks
+):
     loi = add(drafting_world, team.author, "Deal/LOI.docx")
     fake_llm.responder = lambda request: Reply(status=500, content="upstream exploded")
     with django_capture_on_commit_callbacks(execute=False):
@@ -123,12 +139,16 @@ def test_cancel_stops_queued_jobs_and_drops_late_results(team, drafting_world, e
     assert cap.status == DocumentStatus.SKELETON
 
 
-def test_redraft_with_an_instruction_keeps_the_old_version_restorable(client, team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks):
+def test_redraft_with_an_instruction_keeps_the_old_version_restorable(
+    client, team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks
+):
     loi = add(drafting_world, team.author, "Deal/LOI.docx", content="# Old draft\n\nThe CFO is calm.")
     fake_llm.responder = scripted_responder()
     client.force_login(team.author)
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(reverse("document-draft", args=[loi.pk]), {"endpoint": endpoint.pk, "instruction": "make the CFO sound more defensive"}, **HX)
+        response = client.post(
+            reverse("document-draft", args=[loi.pk]), {"endpoint": endpoint.pk, "instruction": "make the CFO sound more defensive"}, **HX
+        )
     assert response.status_code == 200, response.content.decode()
     assert "make the CFO sound more defensive" in fake_llm.requests[-1].body["messages"][-1]["content"]
     assert "The CFO is calm." in fake_llm.requests[-1].body["messages"][-1]["content"]
@@ -156,10 +176,13 @@ def test_reviewers_cannot_draft(team, drafting_world, endpoint):
         drafting.draft_run_start(world=drafting_world, user=team.reviewer, endpoint=endpoint)
 
 
-def test_suggest_skeleton_then_accept_item_by_item_and_all(client, team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks):
+def test_suggest_skeleton_then_accept_item_by_item_and_all(
+    client, team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks
+):
     items = [
         {"path": "Deal/LOI.docx", "kind": "file", "format": "docx", "brief": "The LOI", "target_size": 600, "metadata": {}},
-        {"path": "Mail/Kickoff", "kind": "email", "format": "", "brief": "Kick-off", "target_size": 150, "metadata": {"from": "dana@acme.test", "subject": "Kick-off"}},
+        {"path": "Mail/Kickoff", "kind": "email", "format": "", "brief": "Kick-off", "target_size": 150,
+         "metadata": {"from": "dana@acme.test", "subject": "Kick-off"}},
         {"path": "../escape.md", "kind": "file", "format": "md", "brief": "bad", "target_size": 10, "metadata": {}},
     ]
     fake_llm.script(Reply(structured={"items": items}))
@@ -181,7 +204,9 @@ def test_suggest_skeleton_then_accept_item_by_item_and_all(client, team, draftin
     assert kickoff.kind == "email" and kickoff.metadata["subject"] == "Kick-off"
 
 
-def test_a_proposal_that_hits_a_bug_ends_failed_and_the_panel_says_so(client, team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks, monkeypatch):
+def test_a_proposal_that_hits_a_bug_ends_failed_and_the_panel_says_so(
+    client, team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks, monkeypatch
+):
     from authoring import drafting_prompts
 
     def broken(world, existing):
@@ -197,12 +222,22 @@ def test_a_proposal_that_hits_a_bug_ends_failed_and_the_panel_says_so(client, te
     assert "The proposal failed: Internal error (KeyError)" in panel and "every 2s" not in panel  # it stops polling
 
 
-def test_proposals_whose_message_was_lost_are_sent_again_once(team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks):
+def test_proposals_whose_message_was_lost_are_sent_again_once(
+    team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks
+):
     from datetime import timedelta
 
     from django.utils import timezone
 
-    fake_llm.script(Reply(structured={"items": [{"path": "Deal/LOI.docx", "kind": "file", "format": "docx", "brief": "The LOI", "target_size": 600, "metadata": {}}]}))
+    fake_llm.script(
+        Reply(
+            structured={
+                "items": [
+                    {"path": "Deal/LOI.docx", "kind": "file", "format": "docx", "brief": "The LOI", "target_size": 600, "metadata": {}}
+                ]
+            }
+        )
+    )
     with django_capture_on_commit_callbacks(execute=False):  # the message is lost
         lost = drafting.skeleton_suggest(world=drafting_world, user=team.author, endpoint=endpoint)
         fresh = drafting.skeleton_suggest(world=drafting_world, user=team.author, endpoint=endpoint)
@@ -247,7 +282,9 @@ def test_consistency_check_finds_a_planted_contradiction(client, team, drafting_
     assert "LOI.md" not in fragment
 
 
-def test_jobs_whose_message_was_lost_are_sent_again_once(team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks):
+def test_jobs_whose_message_was_lost_are_sent_again_once(
+    team, drafting_world, endpoint, fake_llm, eager, django_capture_on_commit_callbacks
+):
     from datetime import timedelta
 
     from django.utils import timezone

@@ -195,7 +195,10 @@ def test_a_real_worker_drafts_every_kind_of_document_into_files_that_open(team, 
     assert event.decoded("DTEND") == dt.datetime.fromisoformat("2026-03-30T15:30:00+02:00")
     assert all(name in event for name in ("UID", "CREATED", "LAST-MODIFIED"))
     attendees = event["ATTENDEE"] if isinstance(event["ATTENDEE"], list) else [event["ATTENDEE"]]
-    assert sorted((str(a).lower(), a.params["CN"]) for a in attendees) == [("mailto:dana@acme.test", "Dana Ruiz"), ("mailto:sam@beta.test", "Sam Lee")]
+    assert sorted((str(a).lower(), a.params["CN"]) for a in attendees) == [
+        ("mailto:dana@acme.test", "Dana Ruiz"),
+        ("mailto:sam@beta.test", "Sam Lee"),
+    ]
 
     # Drafting all again finds nothing to do: nothing is drafted twice.
     with pytest.raises(Exception, match="Every document already has content"):
@@ -242,7 +245,9 @@ def start_worker(tmp_path_factory) -> Iterator[Callable[[], WorkerProcess]]:
             "--without-gossip", "--without-mingle", "--without-heartbeat",
         ]
         with log_path.open("wb") as log:
-            process = subprocess.Popen(command, cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+            process = subprocess.Popen(
+                command, cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            )
         worker = WorkerProcess(process=process, log_path=log_path, nodename=nodename)
         started.append(worker)
         _wait_until_ready(worker, READY_TIMEOUT)

@@ -59,7 +59,9 @@ def test_a_hanging_server_times_out_and_a_trickling_one_too(endpoint, fake_llm):
     assert caught.value.kind == "timeout"
 
 
-@pytest.mark.parametrize(("status", "kind", "words"), [(401, "auth", "refused the API key"), (403, "auth", "FAKE_LLM_KEY"), (402, "quota", "out of credit")])
+@pytest.mark.parametrize(
+    ("status", "kind", "words"), [(401, "auth", "refused the API key"), (403, "auth", "FAKE_LLM_KEY"), (402, "quota", "out of credit")]
+)
 def test_auth_and_quota_errors_fail_fast_with_a_clear_message(endpoint, fake_llm, status, kind, words):
     fake_llm.responder = lambda request: Reply(status=status, content="nope")
     with pytest.raises(ModelError) as caught:
@@ -107,7 +109,9 @@ def test_structured_output_gives_up_with_a_clear_error(endpoint, fake_llm):
 
 
 def test_tool_calls_are_parsed_and_bad_arguments_kept_raw(endpoint, fake_llm):
-    fake_llm.script(Reply(content=None, tool_calls=[{"name": "read_file", "arguments": {"path": "a.md"}}, {"name": "search", "arguments": "{broken"}]))
+    fake_llm.script(
+        Reply(content=None, tool_calls=[{"name": "read_file", "arguments": {"path": "a.md"}}, {"name": "search", "arguments": "{broken"}])
+    )
     tools = [{"name": "read_file", "description": "Read", "parameters": {"type": "object"}}]
     result = chat(endpoint=endpoint, messages=MESSAGES, purpose="rollout", tools=tools)
     assert [(c.name, c.arguments) for c in result.tool_calls] == [("read_file", {"path": "a.md"}), ("search", None)]
@@ -117,7 +121,9 @@ def test_tool_calls_are_parsed_and_bad_arguments_kept_raw(endpoint, fake_llm):
 
 def test_anthropic_kind_speaks_the_messages_api(db, fake_llm, monkeypatch):
     monkeypatch.setenv("TASKWRIGHT_MODEL_KEY_ANTHROPIC_TEST", "sk-ant-test")
-    endpoint = ModelEndpoint.objects.create(name="claude", kind="anthropic", base_url=fake_llm.url, model="claude-x", api_key_env="TASKWRIGHT_MODEL_KEY_ANTHROPIC_TEST")
+    endpoint = ModelEndpoint.objects.create(
+        name="claude", kind="anthropic", base_url=fake_llm.url, model="claude-x", api_key_env="TASKWRIGHT_MODEL_KEY_ANTHROPIC_TEST"
+    )
     fake_llm.script(Reply(structured={"title": "LOI", "amount": 3}))
     result = chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting", schema=SCHEMA)
     assert result.structured == {"title": "LOI", "amount": 3}
@@ -193,7 +199,9 @@ def test_an_endpoint_nobody_listens_on_says_it_could_not_be_reached(db, settings
     with socket.socket() as probe:  # a port that was free a moment ago
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    endpoint = ModelEndpoint.objects.create(name="gone", kind="openai_compatible", base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=1)
+    endpoint = ModelEndpoint.objects.create(
+        name="gone", kind="openai_compatible", base_url=f"http://127.0.0.1:{port}/v1", model="m", max_retries=1
+    )
     with pytest.raises(ModelError) as caught:
         chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
     assert caught.value.kind == "server"
@@ -225,24 +233,32 @@ def _one_shot_server(answer: bytes):
 
 
 def test_chunked_answers_and_answers_ended_by_closing_are_read_whole(db):
-    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "chunked ok"}, "finish_reason": "stop"}], "usage": {}}).encode()
+    body = json.dumps(
+        {"choices": [{"message": {"role": "assistant", "content": "chunked ok"}, "finish_reason": "stop"}], "usage": {}}
+    ).encode()
     chunked = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
     chunked += b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:10], body[10:])) + b"0\r\n\r\n"
     until_close = b"HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n" + body.replace(b"chunked ok", b"closed ok")
     for answer, text in ((chunked, "chunked ok"), (until_close, "closed ok")):
-        endpoint = ModelEndpoint.objects.create(name=text, kind="openai_compatible", base_url=_one_shot_server(answer), model="m", max_retries=0)
+        endpoint = ModelEndpoint.objects.create(
+            name=text, kind="openai_compatible", base_url=_one_shot_server(answer), model="m", max_retries=0
+        )
         assert chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting").text == text
 
 
 def test_a_malformed_answer_is_a_clear_connection_error(db, settings):
     settings.LLM_BACKOFF_BASE = 0.01
-    endpoint = ModelEndpoint.objects.create(name="bad", kind="openai_compatible", base_url=_one_shot_server(b"SPDY/9 what\r\n\r\n"), model="m", max_retries=0)
+    endpoint = ModelEndpoint.objects.create(
+        name="bad", kind="openai_compatible", base_url=_one_shot_server(b"SPDY/9 what\r\n\r\n"), model="m", max_retries=0
+    )
     with pytest.raises(ModelError, match="malformed or incomplete HTTP"):
         chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
 
 
 def test_tool_definitions_are_sent_whole_with_every_call(endpoint, fake_llm):
-    tools = [{"name": "read_file", "description": "Read a file.", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}]
+    tools = [
+        {"name": "read_file", "description": "Read a file.", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}
+    ]
     for text in ("one", "two"):
         fake_llm.script(Reply(content=text))
         assert chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting", tools=tools).text == text
@@ -257,7 +273,11 @@ def test_tool_definitions_are_sent_whole_with_every_call(endpoint, fake_llm):
     claude = ModelEndpoint.objects.create(name="claude", kind="anthropic", base_url=fake_llm.url, model="claude-x")
     fake_llm.script(Reply(content="four"))
     chat(endpoint=claude, messages=MESSAGES, purpose="drafting", tools=tools)  # the same list, in the other provider's format
-    assert fake_llm.requests[-1].body["tools"][0] == {"name": "read_file", "description": "Read a file.", "input_schema": tools[0]["parameters"]}
+    assert fake_llm.requests[-1].body["tools"][0] == {
+        "name": "read_file",
+        "description": "Read a file.",
+        "input_schema": tools[0]["parameters"],
+    }
 
 
 def test_a_trickling_answer_is_cut_at_the_deadline(endpoint, fake_llm):
@@ -319,8 +339,12 @@ def test_https_answers_are_read_and_a_silent_server_times_out(db, settings, monk
     ca.configure_trust(client_context)
     monkeypatch.setattr(http, "_tls_context", client_context)
     settings.LLM_BACKOFF_BASE = 0.01
-    body = json.dumps({"choices": [{"message": {"role": "assistant", "content": "over tls"}, "finish_reason": "stop"}], "usage": {}}).encode()
-    url, _ = _tls_server(ca, answer=b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
+    body = json.dumps(
+        {"choices": [{"message": {"role": "assistant", "content": "over tls"}, "finish_reason": "stop"}], "usage": {}}
+    ).encode()
+    url, _ = _tls_server(
+        ca, answer=b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
     endpoint = ModelEndpoint.objects.create(name="tls", kind="openai_compatible", base_url=url, model="m", max_retries=0)
     assert chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting").text == "over tls"
 
@@ -378,7 +402,9 @@ def test_a_streaming_endpoint_gets_the_same_answer_in_events(db, fake_llm, kind)
         Reply(content=None, tool_calls=[{"name": "read_file", "arguments": {"path": "/deal/SPA.docx"}}]),
         Reply(structured={"title": "LOI", "amount": 3}),
     )
-    tools = [{"name": "read_file", "description": "Read a file.", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}]
+    tools = [
+        {"name": "read_file", "description": "Read a file.", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}
+    ]
     text = chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
     assert text.text == "A streamed answer, in several pieces." and (text.input_tokens, text.output_tokens) == (321, 45)
     called = chat(endpoint=endpoint, messages=MESSAGES, purpose="rollout", tools=tools)
@@ -390,7 +416,9 @@ def test_a_streaming_endpoint_gets_the_same_answer_in_events(db, fake_llm, kind)
 
 
 def test_a_streamed_error_is_the_same_error(db, fake_llm):
-    endpoint = ModelEndpoint.objects.create(name="streamed", kind="openai_compatible", base_url=fake_llm.url, model="m", stream=True, max_retries=0)
+    endpoint = ModelEndpoint.objects.create(
+        name="streamed", kind="openai_compatible", base_url=fake_llm.url, model="m", stream=True, max_retries=0
+    )
     fake_llm.script(Reply(status=401, content="bad key"))
     with pytest.raises(ModelError) as caught:
         chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")

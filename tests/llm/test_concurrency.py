@@ -41,9 +41,20 @@ def test_cap_is_shared_by_two_worker_processes(endpoint, fake_llm):
     endpoint.max_concurrency = 3
     endpoint.save()
     fake_llm.responder = lambda request: Reply(content="ok", delay=0.3)
-    env = {**os.environ, "DATABASE_URL": database_url_for_subprocess(), "DEBUG": "1", "MODEL_ALLOW_PRIVATE_NETWORKS": "1", "MODEL_KEY_VARIABLES": "FAKE_LLM_KEY"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url_for_subprocess(),
+        "DEBUG": "1",
+        "MODEL_ALLOW_PRIVATE_NETWORKS": "1",
+        "MODEL_KEY_VARIABLES": "FAKE_LLM_KEY",
+    }
     root = Path(__file__).resolve().parents[2]
-    processes = [subprocess.Popen([sys.executable, "-c", CALLER, str(endpoint.pk)], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", CALLER, str(endpoint.pk)], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
     outputs = [p.communicate(timeout=120) for p in processes]
     assert all(p.returncode == 0 for p in processes), outputs
     assert len(fake_llm.requests) == 12

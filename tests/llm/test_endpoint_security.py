@@ -110,10 +110,13 @@ def test_a_key_variable_outside_the_allowed_set_is_refused_on_the_page_without_s
 def test_listed_and_prefixed_variables_are_allowed_and_the_deployments_secrets_never(api, settings):
     settings.MODEL_KEY_VARIABLES = ["OPENAI_API_KEY", "SECRET_KEY", "DATABASE_URL", "DB_PASSWORD", "PATH"]
     for i, name in enumerate(["OPENAI_API_KEY", "TASKWRIGHT_MODEL_KEY_ANTHROPIC"]):
-        created = api.post("/api/model-endpoints/", {"name": f"ok {i}", "kind": "anthropic", "model": "m", "api_key_env": name}, format="json")
+        created = api.post(
+            "/api/model-endpoints/", {"name": f"ok {i}", "kind": "anthropic", "model": "m", "api_key_env": name}, format="json"
+        )
         assert created.status_code == 201, created.json()
         assert created.json()["key_allowed"] is True
-    for name in ["SECRET_KEY", "DATABASE_URL", "DB_PASSWORD", "PATH", "TASKWRIGHT_MODEL_KEY_SECRET_KEY"]:  # listed, or prefixed, and still refused
+    # listed, or prefixed, and still refused
+    for name in ["SECRET_KEY", "DATABASE_URL", "DB_PASSWORD", "PATH", "TASKWRIGHT_MODEL_KEY_SECRET_KEY"]:
         refused = api.post("/api/model-endpoints/", {"name": "no", "kind": "anthropic", "model": "m", "api_key_env": name}, format="json")
         assert refused.status_code == 400 and "api_key_env" in refused.json(), name
         assert "(now: OPENAI_API_KEY)" in refused.json()["api_key_env"][0]  # the listed secrets are not offered as allowed
@@ -144,11 +147,15 @@ def test_a_saved_endpoint_with_a_refused_variable_sends_nothing(db, fake_llm, mo
     """Saved before the rule existed (straight into the database, as then): the call fails
     with a clear error and the variable never reaches the server."""
     monkeypatch.setenv(name, "value-that-must-stay-home")
-    saved = ModelEndpoint.objects.create(name="old", kind="openai_compatible", base_url=fake_llm.url, model="m", api_key_env=name, max_retries=0)
+    saved = ModelEndpoint.objects.create(
+        name="old", kind="openai_compatible", base_url=fake_llm.url, model="m", api_key_env=name, max_retries=0
+    )
     with pytest.raises(ModelError) as caught:
         chat(endpoint=saved, messages=MESSAGES, purpose="drafting")
     assert caught.value.kind == "config"
-    assert f"reads its API key from {name}, which this deployment does not allow as a model key, so nothing was sent" in caught.value.message
+    assert (
+        f"reads its API key from {name}, which this deployment does not allow as a model key, so nothing was sent" in caught.value.message
+    )
     assert fake_llm.requests == [] and fake_llm.connections == 0  # no Authorization header, no byte at all
     call = ModelCall.objects.get()
     assert call.outcome == "error" and "value-that-must-stay-home" not in call.error
@@ -201,7 +208,9 @@ def test_base_urls_on_private_networks_are_refused_through_the_api_when_not_allo
     before = endpoints_state()
     details = set()
     for url in PRIVATE_URLS:
-        response = api.post("/api/model-endpoints/", {"name": "Internal", "kind": "openai_compatible", "base_url": url, "model": "m"}, format="json")
+        response = api.post(
+            "/api/model-endpoints/", {"name": "Internal", "kind": "openai_compatible", "base_url": url, "model": "m"}, format="json"
+        )
         assert response.status_code == 400 and set(response.json()) == {"base_url"}, (url, response.json())
         details.add(response.json()["base_url"][0])
     assert len(details) == 1 and "MODEL_ALLOW_PRIVATE_NETWORKS=1" in details.pop()
@@ -227,17 +236,23 @@ def test_a_numeric_host_the_page_cannot_read_as_a_url_is_refused_too(page, priva
 def test_private_base_urls_are_saved_and_reached_when_the_deployment_allows_them(api, fake_llm):
     port = fake_llm.url.rsplit(":", 1)[1].split("/")[0]
     for i, url in enumerate([fake_llm.url, f"http://localhost:{port}/v1", f"http://0x7f000001:{port}/v1"]):
-        created = api.post("/api/model-endpoints/", {"name": f"local {i}", "kind": "openai_compatible", "base_url": url, "model": "m"}, format="json")
+        created = api.post(
+            "/api/model-endpoints/", {"name": f"local {i}", "kind": "openai_compatible", "base_url": url, "model": "m"}, format="json"
+        )
         assert created.status_code == 201, created.json()
         fake_llm.script(Reply(content=f"reached {i}"))
-        assert chat(endpoint=ModelEndpoint.objects.get(pk=created.json()["id"]), messages=MESSAGES, purpose="drafting").text == f"reached {i}"
+        assert (
+            chat(endpoint=ModelEndpoint.objects.get(pk=created.json()["id"]), messages=MESSAGES, purpose="drafting").text == f"reached {i}"
+        )
     assert [r.headers["host"] for r in fake_llm.requests] == [f"127.0.0.1:{port}", f"localhost:{port}", f"0x7f000001:{port}"]
 
 
 # --- Base URLs: at every connection ----------------------------------------------------------
 
 def test_a_call_to_a_private_address_is_refused_before_any_byte_once_the_deployment_stops_allowing_it(api, fake_llm, settings):
-    created = api.post("/api/model-endpoints/", {"name": "local", "kind": "openai_compatible", "base_url": fake_llm.url, "model": "m"}, format="json")
+    created = api.post(
+        "/api/model-endpoints/", {"name": "local", "kind": "openai_compatible", "base_url": fake_llm.url, "model": "m"}, format="json"
+    )
     assert created.status_code == 201
     saved = ModelEndpoint.objects.get(pk=created.json()["id"])
     settings.MODEL_ALLOW_PRIVATE_NETWORKS = False
@@ -298,7 +313,9 @@ def test_the_address_checked_is_the_address_connected_to(db, fake_llm, settings,
     monkeypatch.setattr(socket, "getaddrinfo", rebinding_dns)
     monkeypatch.setattr(httpcore2.SyncBackend, "connect_tcp", recorded_connect)
     settings.MODEL_ALLOW_PRIVATE_NETWORKS = False
-    saved = ModelEndpoint.objects.create(name="rebind", kind="openai_compatible", base_url=f"http://rebind.test:{port}/v1", model="m", max_retries=0)
+    saved = ModelEndpoint.objects.create(
+        name="rebind", kind="openai_compatible", base_url=f"http://rebind.test:{port}/v1", model="m", max_retries=0
+    )
 
     answers[:] = ["93.184.216.34", "127.0.0.1"]  # public for the check, loopback for a second look
     with pytest.raises(ModelError, match="Could not reach the endpoint"):

@@ -12,7 +12,9 @@ from workspace.tools import specs, tool_specs
 
 
 def world_rows(world) -> list[tuple]:
-    return list(Document.objects.filter(world=world).order_by("id").values_list("path", "kind", "format", "content", "metadata", "updated_at"))
+    return list(
+        Document.objects.filter(world=world).order_by("id").values_list("path", "kind", "format", "content", "metadata", "updated_at")
+    )
 
 
 def test_read_only_world_lists_read_tools_and_answers_every_read_like_the_tool_layer(room, stdio):

@@ -121,7 +121,9 @@ def test_several_tasks_and_world_states_stream_into_one_list_each(demo_pack, tmp
     tasks, worlds, verifiers = read(pack, "tasks_and_rubrics.json"), read(pack, "world_descriptions.json"), read(pack, "verifiers.json")
     assert [t["task_id"] for t in tasks] == [task.task_id, "task-900"]
     assert [w["world_id"] for w in worlds] == [world.world_id, later_world.world_id]
-    assert [(v["task_id"], v["world_id"]) for v in verifiers] == [(task.task_id, world.world_id)] * 6 + [("task-900", later_world.world_id)] * 3
+    assert [(v["task_id"], v["world_id"]) for v in verifiers] == (
+        [(task.task_id, world.world_id)] * 6 + [("task-900", later_world.world_id)] * 3
+    )
     assert [c["eval_config_id"] for c in read(pack, "eval_configs.json")] == [f"{task.task_id}-v1", "task-900-v1"]
     again = write_pack(ApexWriter, tmp_path / "again", tasks=[task, other], worlds=[world, later_world])
     for name in ("tasks_and_rubrics.json", "world_descriptions.json", "verifiers.json", "eval_configs.json"):

@@ -110,7 +110,9 @@ def test_a_format_that_fails_stops_the_build_with_its_name_and_offers_no_file(te
         authoring_services.document_update(document=document, user=team.author, base_revision=document.revision, content="Text.")
     submission = approve(env_task, author=team.author, reviewer=team.reviewer)
     monkeypatch.setitem(pack_formats.FORMATS, "taskwright", ("tests.packs.test_build", "_Failing", "Taskwright's own format"))
-    pack = built(pack_create(project_id=team.project.pk, user=team.admin, name="Fails", submission_ids=[submission.pk], formats=["taskwright"]))
+    pack = built(
+        pack_create(project_id=team.project.pk, user=team.admin, name="Fails", submission_ids=[submission.pk], formats=["taskwright"])
+    )
     assert pack.status == PackStatus.FAILED and not pack.file
     assert "Taskwright's own format" in pack.error and "disk on fire" in pack.error and env_task.title in pack.error
 

@@ -93,7 +93,9 @@ def test_a_grader_reading_only_the_jsonl_and_the_verdicts_scores_as_taskwright(d
         met = {f"{line['prompt_id']}-c{number_of[v.criterion_id]}": v.met for v in grade.verdicts.all()}
         value, passed, per_tag = healthbench_score(line, met)
         assert value == pytest.approx(grade.score) and passed is grade.passed
-        assert per_tag == {tag: pytest.approx(scores["score"]) if scores["score"] is not None else None for tag, scores in grade.per_tag.items()}
+        assert per_tag == {
+            tag: pytest.approx(scores["score"]) if scores["score"] is not None else None for tag, scores in grade.per_tag.items()
+        }
         results.append((value, passed))
     # The four grades differ, a pitfall and clipping included: the comparison means something.
     assert results == [(1.0, True), (pytest.approx(22 / 28), True), (pytest.approx(12 / 28), False), (0.0, False)]

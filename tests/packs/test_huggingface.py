@@ -38,7 +38,8 @@ def card_header(pack) -> tuple[dict, str]:
 def test_load_dataset_reads_typed_columns_and_the_task(demo_pack, tmp_path, load_dataset):
     from datasets import Features, List, Value
 
-    task = replace(demo_pack.tasks[0], difficulty={"n": 8, "c": 3, "pass_at_1": 0.375, "pass_at_k": 0.9, "k": 4, "band": "hard", "batch_id": 1},
+    task = replace(demo_pack.tasks[0],
+                   difficulty={"n": 8, "c": 3, "pass_at_1": 0.375, "pass_at_k": 0.9, "k": 4, "band": "hard", "batch_id": 1},
                    cost={"model_usd": 1.25, "expert_usd": None})
     pack = write_pack(HuggingFaceWriter, tmp_path, tasks=[task, demo_pack.tasks[0]], worlds=demo_pack.worlds)
     tasks = load_dataset(pack / "hf" / "tasks.parquet")

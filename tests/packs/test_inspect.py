@@ -151,7 +151,13 @@ def test_the_folder_holds_the_template_and_one_sample_per_task_version(demo_pack
     task = demo_pack.tasks[0]
     pack = build(tmp_path / "pack", demo_pack, [task, dataclasses.replace(task, version=2, submission_id=99)])
     assert writer_class("inspect") is InspectWriter and InspectWriter.needs_worlds
-    assert sorted(p.name for p in (pack / "inspect").iterdir()) == ["pack.json", "rubric_grading.py", "samples.jsonl", "task.py", "world_tools.py"]
+    assert sorted(p.name for p in (pack / "inspect").iterdir()) == [
+        "pack.json",
+        "rubric_grading.py",
+        "samples.jsonl",
+        "task.py",
+        "world_tools.py",
+    ]
     templates = Path(__file__).resolve().parents[2] / "packs" / "formats" / "inspect_files"
     assert (pack / "inspect" / "task.py").read_bytes() == (templates / "task.py").read_bytes()  # copied verbatim
     first, second = (json.loads(line) for line in (pack / "inspect" / "samples.jsonl").read_text().splitlines())
@@ -167,7 +173,11 @@ def test_the_folder_holds_the_template_and_one_sample_per_task_version(demo_pack
     assert (pack / "inspect" / first["files"]["world.zip"]).resolve().read_bytes() == demo_pack.world_zips[task.world_id]
     # The shipped code imports only inspect_ai and the standard library.
     for name in ("task.py", "world_tools.py", "rubric_grading.py"):
-        imports = {line.split()[1].split(".")[0] for line in (pack / "inspect" / name).read_text().splitlines() if line.startswith(("import ", "from "))}
+        imports = {
+            line.split()[1].split(".")[0]
+            for line in (pack / "inspect" / name).read_text().splitlines()
+            if line.startswith(("import ", "from "))
+        }
         assert imports <= {"inspect_ai", "rubric_grading", "world_tools", *sys.stdlib_module_names}, (name, imports)
 
 
@@ -297,7 +307,10 @@ def test_checks_and_file_readers(demo_pack, tmp_path):
     assert "LETTER OF INTENT — PROJECT LIGHTHOUSE" in tools.docx_text(archive.read("filesystem/Deal/Letter of intent.docx"))
     sheet = tools.xlsx_text(archive.read("filesystem/Finance/Cap table.xlsx"))
     assert sheet.startswith("## Sheet: Cap table") and "A1=Holder" in sheet
-    assert tools.pdf_text(b"%PDF-1.4\n1 0 obj\n<< /Length 40 >>\nstream\nBT /F1 12 Tf (Hello \\(PDF\\)) Tj ET\nendstream\nendobj\n") == "Hello (PDF)"
+    assert (
+        tools.pdf_text(b"%PDF-1.4\n1 0 obj\n<< /Length 40 >>\nstream\nBT /F1 12 Tf (Hello \\(PDF\\)) Tj ET\nendstream\nendobj\n")
+        == "Hello (PDF)"
+    )
 
 
 def test_pass_at_k_over_epochs_counts_the_runs_that_passed(demo_pack, tmp_path):

@@ -47,10 +47,19 @@ def test_export_import_export_gives_the_same_bytes_but_for_ids(demo_pack):
     new_admin, reviewer = factories.member(empty, Role.ADMIN), factories.member(empty, Role.REVIEWER)
     [task] = pack_import(project_id=empty.pk, user=new_admin, uploaded_file=upload(first))
     original = demo_pack.env_task
-    assert (task.title, task.prompt, task.reference_answer, task.status) == (original.title, original.prompt, original.reference_answer, "draft")
+    assert (task.title, task.prompt, task.reference_answer, task.status) == (
+        original.title,
+        original.prompt,
+        original.reference_answer,
+        "draft",
+    )
     rubric, source = task.rubric_versions.get(), demo_pack.submission.rubric_version
     assert [c.as_dict() for c in rubric.criteria.all()] == [{**c.as_dict(), "evidence": {}} for c in source.criteria.all()]
-    assert (rubric.pass_threshold, rubric.all_must_pass, rubric.judge_samples) == (source.pass_threshold, source.all_must_pass, source.judge_samples)
+    assert (rubric.pass_threshold, rubric.all_must_pass, rubric.judge_samples) == (
+        source.pass_threshold,
+        source.all_must_pass,
+        source.judge_samples,
+    )
     assert task.world.outline == original.world.outline and task.world.facts == original.world.facts
     _, second = build(empty, new_admin, [approve(task, author=new_admin, reviewer=reviewer).pk])
     before, after = members(first), members(second)

@@ -61,8 +61,8 @@ def test_building_again_shows_what_changed(demo_pack, client):
     memo = world.documents.filter(kind="file").order_by("path").first()
     authoring_services.document_update(document=memo, user=author, base_revision=memo.revision, content="# Rewritten\n\nNew terms.\n")
     submission = approve(later, author=author, reviewer=reviewer)
-    second = pack_create(project_id=demo_pack.project.pk, user=admin, name="Release", submission_ids=[demo_pack.submission.pk, submission.pk],
-                         formats=["taskwright"])
+    second = pack_create(project_id=demo_pack.project.pk, user=admin, name="Release",
+                         submission_ids=[demo_pack.submission.pk, submission.pk], formats=["taskwright"])
     pack_build(pack_id=second.pk)
     client.force_login(admin)
     page = client.get(reverse("pack-detail", args=[second.pk])).content.decode()
@@ -134,7 +134,7 @@ def test_pack_import_through_the_page_and_the_api_and_refusals(demo_pack, client
     author_api = APIClient()
     author_api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=target_author).key}")
     assert author_api.post("/api/packs/import/", {"project": target.pk, "file": SimpleUploadedFile("r.zip", data)},
-                           format="multipart").status_code == 400
+                           format="multipart").status_code == 403
     assert target.env_tasks.count() == 2
     # another project's admin sees none of these packs
     client.force_login(target_admin)
@@ -152,11 +152,12 @@ def test_world_export_and_import_over_the_api(demo_pack):
     assert ".apps_data/mail/sent.mbox" in zipfile.ZipFile(io.BytesIO(data)).namelist()
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    imported = api.post("/api/worlds/import/", {"project": demo_pack.project.pk, "file": SimpleUploadedFile("w.zip", data), "title": "Copy"},
+    imported = api.post("/api/worlds/import/",
+                        {"project": demo_pack.project.pk, "file": SimpleUploadedFile("w.zip", data), "title": "Copy"},
                         format="multipart")
     assert imported.status_code == 201 and imported.json()["title"] == "Copy"
     reviewer = demo_pack.project.memberships.get(role=Role.REVIEWER).user
     reviewer_api = APIClient()
     reviewer_api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=reviewer).key}")
-    assert reviewer_api.get(f"/api/worlds/{world.pk}/export/").status_code == 400
+    assert reviewer_api.get(f"/api/worlds/{world.pk}/export/").status_code == 403
     assert json.loads(reviewer_api.get(f"/api/worlds/{world.pk}/export/").content)["detail"]

@@ -36,7 +36,11 @@ def test_world_editor_full_page_and_saving_the_scenario_as_htmx(author_client, w
     url = reverse("world-editor", args=[world.pk])
     page = author_client.get(url).content.decode()
     assert "Data room" in page and "Doc 1.md" in page
-    response = author_client.post(url, {"title": "Renamed", "outline": "New *outline*", "revision": world.revision, "fact_key": ["Price", ""], "fact_value": ["$13m", ""]}, **HX)
+    response = author_client.post(
+        url,
+        {"title": "Renamed", "outline": "New *outline*", "revision": world.revision, "fact_key": ["Price", ""], "fact_value": ["$13m", ""]},
+        **HX,
+    )
     assert response.status_code == 200
     fragment = response.content.decode()
     assert fragment.lstrip().startswith('<section id="world-form"') and "<html" not in fragment
@@ -60,14 +64,22 @@ def test_stale_world_save_is_refused_and_keeps_the_users_text(author_client, tea
 
 
 def test_data_room_add_edit_move_delete_with_htmx(author_client, world):
-    add = author_client.post(reverse("document-add", args=[world.pk]), {"path": "Mail/Kickoff", "kind": "email", "format": "", "brief": "Kick-off email", "target_size": 150}, **HX)
+    add = author_client.post(
+        reverse("document-add", args=[world.pk]),
+        {"path": "Mail/Kickoff", "kind": "email", "format": "", "brief": "Kick-off email", "target_size": 150},
+        **HX,
+    )
     assert add.status_code == 200 and 'id="data-room"' in add.content.decode() and "Kickoff" in add.content.decode()
     doc = Document.objects.get(world=world, path="Mail/Kickoff")
     assert doc.kind == "email" and doc.format == ""
 
     row_form = author_client.get(reverse("document-row", args=[doc.pk]) + "?edit=1", **HX).content.decode()
     assert 'class="editing"' in row_form and "Kick-off email" in row_form
-    edit = author_client.post(reverse("document-row", args=[doc.pk]), {"path": "Mail/Kick-off", "kind": "email", "format": "", "brief": "Kick-off", "target_size": 200, "revision": doc.revision}, **HX)
+    edit = author_client.post(
+        reverse("document-row", args=[doc.pk]),
+        {"path": "Mail/Kick-off", "kind": "email", "format": "", "brief": "Kick-off", "target_size": 200, "revision": doc.revision},
+        **HX,
+    )
     assert edit.status_code == 200 and "Kick-off" in edit.content.decode()
     doc.refresh_from_db()
     assert (doc.path, doc.target_size) == ("Mail/Kick-off", 200)
@@ -80,7 +92,11 @@ def test_data_room_add_edit_move_delete_with_htmx(author_client, world):
 
 
 def test_bad_skeleton_line_is_a_clear_error_and_keeps_the_form(author_client, world):
-    response = author_client.post(reverse("document-add", args=[world.pk]), {"path": "../../etc/passwd", "kind": "file", "format": "md", "brief": "my brief", "target_size": 10}, **HX)
+    response = author_client.post(
+        reverse("document-add", args=[world.pk]),
+        {"path": "../../etc/passwd", "kind": "file", "format": "md", "brief": "my brief", "target_size": 10},
+        **HX,
+    )
     assert response.status_code == 422
     page = response.content.decode()
     assert "is not a valid data-room path" in page and "my brief" in page
@@ -88,7 +104,9 @@ def test_bad_skeleton_line_is_a_clear_error_and_keeps_the_form(author_client, wo
 
 
 def test_plain_form_post_redirects(author_client, world):
-    response = author_client.post(reverse("document-add", args=[world.pk]), {"path": "Notes.md", "kind": "file", "format": "", "brief": "", "target_size": 10})
+    response = author_client.post(
+        reverse("document-add", args=[world.pk]), {"path": "Notes.md", "kind": "file", "format": "", "brief": "", "target_size": 10}
+    )
     assert response.status_code == 302 and response["Location"] == reverse("world-editor", args=[world.pk])
 
 
@@ -103,7 +121,9 @@ def test_document_editor_saves_and_previews_sanitized(author_client, world):
     assert "<h1>Heading</h1>" in fragment and "<script>alert" not in fragment
     doc.refresh_from_db()
     assert doc.metadata == {"from": "cfo@acme.test", "subject": "LOI"} and doc.status == "edited"
-    preview = author_client.post(reverse("document-preview", args=[doc.pk]), {"content": "**bold** [x](javascript:alert(1))"}, **HX).content.decode()
+    preview = author_client.post(
+        reverse("document-preview", args=[doc.pk]), {"content": "**bold** [x](javascript:alert(1))"}, **HX
+    ).content.decode()
     assert "<strong>bold</strong>" in preview and 'href="javascript:' not in preview
 
 
@@ -111,18 +131,40 @@ def test_task_editor_and_rubric_partials(author_client, env_task):
     url = reverse("task-editor", args=[env_task.pk])
     page = author_client.get(url).content.decode()
     assert 'id="positive-points">9<' in page  # 5 + 4
-    response = author_client.post(url, {"title": env_task.title, "prompt": "New prompt", "deliverable_kind": "answer", "reference_answer": "Ref", "revision": env_task.revision}, **HX)
+    response = author_client.post(
+        url,
+        {
+            "title": env_task.title,
+            "prompt": "New prompt",
+            "deliverable_kind": "answer",
+            "reference_answer": "Ref",
+            "revision": env_task.revision,
+        },
+        **HX,
+    )
     assert response.status_code == 200 and "Saved." in response.content.decode()
     rubric = env_task.rubric_versions.get()
-    added = author_client.post(reverse("criterion-add", args=[env_task.pk]), {"text": "Names the lender", "points": 3, "tag": "essential", "explanation": "", "revision": rubric.revision}, **HX)
+    added = author_client.post(
+        reverse("criterion-add", args=[env_task.pk]),
+        {"text": "Names the lender", "points": 3, "tag": "essential", "explanation": "", "revision": rubric.revision},
+        **HX,
+    )
     fragment = added.content.decode()
     assert fragment.lstrip().startswith('<section id="rubric"') and 'id="positive-points">12<' in fragment
-    penalty = author_client.post(reverse("criterion-add", args=[env_task.pk]), {"text": "Hedges", "points": -5, "tag": "pitfall", "explanation": "", "revision": rubric.revision + 1}, **HX)
+    penalty = author_client.post(
+        reverse("criterion-add", args=[env_task.pk]),
+        {"text": "Hedges", "points": -5, "tag": "pitfall", "explanation": "", "revision": rubric.revision + 1},
+        **HX,
+    )
     assert 'id="positive-points">12<' in penalty.content.decode()
     criterion = rubric.criteria.get(text="Names the lender")
     author_client.post(reverse("criterion-move", args=[criterion.pk]), {"direction": "up", "revision": rubric.revision + 2}, **HX)
     assert list(rubric.criteria.values_list("text", flat=True)) == ["States fact 1", "Names the lender", "States fact 2", "Hedges"]
-    edited = author_client.post(reverse("criterion-row", args=[criterion.pk]), {"text": "Names the lender and the loan", "points": 4, "tag": "essential", "explanation": "", "revision": rubric.revision + 3}, **HX)
+    edited = author_client.post(
+        reverse("criterion-row", args=[criterion.pk]),
+        {"text": "Names the lender and the loan", "points": 4, "tag": "essential", "explanation": "", "revision": rubric.revision + 3},
+        **HX,
+    )
     assert 'id="positive-points">13<' in edited.content.decode()
     deleted = author_client.post(reverse("criterion-delete", args=[criterion.pk]), {"revision": rubric.revision + 4}, **HX)
     assert 'id="positive-points">9<' in deleted.content.decode()
@@ -144,7 +186,9 @@ def test_whole_review_path_through_the_pages(client, team, env_task):
     submission = env_task.submissions.get()
     empty = client.post(reverse("submission-decide", args=[submission.pk]), {"decision": "request_changes", "comment": ""})
     assert empty.status_code == 422 and "Say what needs to change" in empty.content.decode()
-    client.post(reverse("submission-decide", args=[submission.pk]), {"decision": "request_changes", "comment": "Add the *escrow* criterion."})
+    client.post(
+        reverse("submission-decide", args=[submission.pk]), {"decision": "request_changes", "comment": "Add the *escrow* criterion."}
+    )
 
     client.force_login(team.author)
     feedback = client.get(reverse("task-reviews", args=[env_task.pk]), **HX).content.decode()
@@ -168,7 +212,9 @@ def test_pack_page_builds_and_downloads(client, team, env_task, django_capture_o
     from reviews import services as review_services
 
     for document in env_task.world.documents.all():  # a pack holds only documents with content
-        authoring_services.document_update(document=document, user=team.author, base_revision=document.revision, content="The price is $12m.")
+        authoring_services.document_update(
+            document=document, user=team.author, base_revision=document.revision, content="The price is $12m."
+        )
     submission = review_services.submission_create(env_task=env_task, user=team.author)
     review_services.submission_claim_next(user=team.reviewer)
     review_services.review_decide(submission=submission, user=team.reviewer, decision="approve")

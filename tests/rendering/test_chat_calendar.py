@@ -63,7 +63,10 @@ def test_chat_round_trip_and_errors():
     structured = parse_content("chat", "", CHATS[0].content, CHATS[0].metadata)
     assert structured == {"channel": "deal-team", "from": {"name": "Jane Doe", "email": "jane@acme.com"},
                           "date": "2026-01-05T09:00:00+01:00", "text": "Kick-off call moved to 10:00"}
-    assert parse_content("chat", "", structured_to_content("chat", "", structured), structured_to_metadata("chat", "", structured)) == structured
+    assert (
+        parse_content("chat", "", structured_to_content("chat", "", structured), structured_to_metadata("chat", "", structured))
+        == structured
+    )
     with pytest.raises(RenderError, match="metadata 'channel' is missing"):
         parse_content("chat", "", "x", {**CHATS[0].metadata, "channel": ""})
     moved = WorldItem("Chat/legal/002", "x", {**CHATS[3].metadata, "thread": "Chat/deal-team/001"})
@@ -97,7 +100,9 @@ def test_ics_is_deterministic_and_single_event_renders():
     rendered = render_file("event", "", EVENTS[1].content, EVENTS[1].metadata, path=EVENTS[1].path, world_key="w")
     assert rendered.filename == "Signing.ics" and rendered.content_type.startswith("text/calendar")
     (event,) = Calendar.from_ical(rendered.data).walk("VEVENT")
-    assert event["UID"] == next(e for e in Calendar.from_ical(render_ics(EVENTS, world_key="w")).walk("VEVENT") if str(e["SUMMARY"]) == "SPA signing")["UID"]
+    assert event["UID"] == next(
+        e for e in Calendar.from_ical(render_ics(EVENTS, world_key="w")).walk("VEVENT") if str(e["SUMMARY"]) == "SPA signing"
+    )["UID"]
 
 
 def test_event_round_trip():
@@ -173,7 +178,10 @@ def test_imported_event_details_are_written_back():
     assert standup["RRULE"]["COUNT"] == [4] and "DURATION" not in standup
     assert [(a.params["CN"], a.params.get("PARTSTAT")) for a in standup["ATTENDEE"]] == [("Ann", "ACCEPTED"), ("Bob", None)]
     assert all(e.get(f) is not None for e in events.values() for f in ("DTEND", "CREATED", "LAST-MODIFIED"))
-    assert Calendar.from_ical(render_file("event", "", item.content, item.metadata, path=item.path).data).walk("VEVENT")[0]["UID"] == "standup@other.test"
+    assert (
+        Calendar.from_ical(render_file("event", "", item.content, item.metadata, path=item.path).data).walk("VEVENT")[0]["UID"]
+        == "standup@other.test"
+    )
 
 
 @pytest.mark.parametrize(("change", "message"), [

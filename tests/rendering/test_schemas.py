@@ -40,7 +40,9 @@ def test_parsed_samples_match_their_schema_and_round_trip(kind, fmt):
     content, metadata = SAMPLES[(kind, fmt)]
     structured = parse_content(kind, fmt, content, metadata)
     jsonschema.validate(structured, content_schema(kind, fmt))
-    again = parse_content(kind, fmt, structured_to_content(kind, fmt, structured), {**metadata, **structured_to_metadata(kind, fmt, structured)})
+    again = parse_content(
+        kind, fmt, structured_to_content(kind, fmt, structured), {**metadata, **structured_to_metadata(kind, fmt, structured)}
+    )
     assert again == structured
 
 

@@ -16,7 +16,10 @@ def test_pptx_has_titles_bullets_and_notes():
     body = slides[1].placeholders[1].text_frame
     assert [p.text for p in body.paragraphs] == ["Exclusivity signed on 5 January", "Price: €48.5m enterprise value"]
     assert [r.text for r in body.paragraphs[0].runs if r.font.bold] == ["5 January"]
-    assert [p.text for p in slides[2].placeholders[1].text_frame.paragraphs] == ["FCA approval could take 12 weeks", "Key-person risk: the CTO"]
+    assert [p.text for p in slides[2].placeholders[1].text_frame.paragraphs] == [
+        "FCA approval could take 12 weeks",
+        "Key-person risk: the CTO",
+    ]
     assert slides[1].notes_slide.notes_text_frame.text == "Open with the timeline; the board asked about exclusivity last time."
     assert slides[2].notes_slide.notes_text_frame.text == "Mention the retention package."
     assert not slides[3].has_notes_slide

@@ -95,16 +95,19 @@ def test_drafted_sheet_names_are_made_valid():
 @pytest.mark.parametrize(("content", "message"), [
     ("|   | A |\n|---|---|\n| 1 | x |\n", r"line 1: text before the first '## Sheet"),
     ("## Sheet: S\nJust a paragraph.\n", r"line 2: under '## Sheet: S' expected a pipe table"),
-    ("## Sheet: S\n| x | y |\n|---|---|\n| 1 | 2 |\n", r"line 2: the header row of sheet 'S' must be an empty cell then the column letters A"),
+    ("## Sheet: S\n| x | y |\n|---|---|\n| 1 | 2 |\n",
+     r"line 2: the header row of sheet 'S' must be an empty cell then the column letters A"),
     ("## Sheet: S\n|   | A | C |\n|---|---|---|\n| 1 | 2 | 3 |\n", "column letters A | B"),
     ("## Sheet: S\n|   | A |\n|---|---|\n| one | 2 |\n", "line 4: the first cell of each row"),
     ("## Sheet: S\n|   | A |\n|---|---|\n| 2 | x |\n| 1 | y |\n", "line 5: row 1 of sheet 'S' comes after row 2"),
     ("## Sheet: S\n|   | A |\n|---|---|\n| 1 | x | y |\n", "line 4: this row of sheet 'S' has 2 cells"),
-    ("## Sheet: S\n|   | A | B |\n|---|---|---|\n| 1 | 2 | =A1+A9 |\n", r"line 4: sheet 'S' cell B1: =A1\+A9 refers to A9, outside the sheet's table \(A1:B1\)"),
+    ("## Sheet: S\n|   | A | B |\n|---|---|---|\n| 1 | 2 | =A1+A9 |\n",
+     r"line 4: sheet 'S' cell B1: =A1\+A9 refers to A9, outside the sheet's table \(A1:B1\)"),
     ("## Sheet: S\n|   | A |\n|---|---|\n| 1 | =Other!A1 |\n", "refers to sheet 'OTHER', which this workbook does not have"),
     ("## Sheet: S\n|   | A | B |\n|---|---|---|\n| 1 | =B1 | =A1 |\n", "circular reference"),
     ("## Sheet: S\n|   | A |\n|---|---|\n| 1 | =SUM(A2: |\n", "line 4: sheet 'S' cell A1: =SUM\\(A2: is not a formula Excel can read"),
-    ("## Sheet: S\n|   | A |\n|---|---|\n| 1 | =FROBNICATE(2) |\n", r"line 4: sheet 'S' cell A1: =FROBNICATE\(2\) uses FROBNICATE\(\), which is not an Excel function"),
+    ("## Sheet: S\n|   | A |\n|---|---|\n| 1 | =FROBNICATE(2) |\n",
+     r"line 4: sheet 'S' cell A1: =FROBNICATE\(2\) uses FROBNICATE\(\), which is not an Excel function"),
     ("## Sheet: S\n|   | A |\n|---|---|\n| 1 | =TODAY() |\n", "TODAY\\(\\), whose value changes"),
     ("## Sheet: S\n|   | A |\n|---|---|\n| 1 | =SUM(Revenue) |\n", "named ranges are not supported"),
     ("## Sheet: S\n|   | A |\n|---|---|\n| 1 | 2026-02-30 |\n", "line 4: sheet 'S' cell A1: '2026-02-30' is not a real date"),
@@ -133,7 +136,8 @@ def test_division_by_zero_is_cached_as_the_excel_error():
 
 
 def test_whole_column_and_lookup_functions():
-    content = ("## Sheet: S\n|   | A | B | C |\n|---|---|---|---|\n| 1 | alpha | 10 | =SUM(B:B) |\n| 2 | beta | 20 | =VLOOKUP(\"beta\",A1:B3,2,FALSE) |\n"
+    content = ("## Sheet: S\n|   | A | B | C |\n|---|---|---|---|\n| 1 | alpha | 10 | =SUM(B:B) |\n"
+               "| 2 | beta | 20 | =VLOOKUP(\"beta\",A1:B3,2,FALSE) |\n"
                "| 3 | gamma | 30 | =INDEX(B1:B3,MATCH(\"gamma\",A1:A3,0)) |\n| 4 | | | =ROUND(AVERAGE(B1:B3)/7,2) |\n")
     sheet = _open(content, data_only=True)["S"]
     assert sheet["C1"].value == 60

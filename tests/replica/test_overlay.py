@@ -25,9 +25,12 @@ def agent_work(data_room, overlay):
     write(data_room, overlay, "write_file", {"path": "Work/Memo.md", "content": MEMO})
     write(data_room, overlay, "write_file", {"path": "Deal/Notes.md", "content": NOTES.replace("10%", "15%")})
     write(data_room, overlay, "delete_file", {"path": "Finance/Payments.csv"})
-    write(data_room, overlay, "send_email", {"to": ["Hannah Cole <hannah.cole@beta.example>"], "subject": "Escrow", "body": "We propose 15%."})
+    write(
+        data_room, overlay, "send_email", {"to": ["Hannah Cole <hannah.cole@beta.example>"], "subject": "Escrow", "body": "We propose 15%."}
+    )
     write(data_room, overlay, "post_message", {"channel": "finance", "text": "Escrow memo is in Work/."})
-    write(data_room, overlay, "create_event", {"subject": "Escrow call", "start": "2026-03-05T09:00:00+00:00", "end": "2026-03-05T09:30:00+00:00",
+    write(data_room, overlay, "create_event", {"subject": "Escrow call", "start": "2026-03-05T09:00:00+00:00",
+                                               "end": "2026-03-05T09:30:00+00:00",
                                                "attendees": ["Hannah Cole <hannah.cole@beta.example>"], "location": "Room 4"})
     write(data_room, overlay, "update_event", {"id": CALL, "location": "Room 1"})
     return overlay
@@ -97,7 +100,10 @@ def test_the_world_pages_show_none_of_the_overlay(author_client, data_room, agen
 def test_changes_page_shows_every_change_as_a_readable_diff(author_client, data_room, agent_work):
     url = reverse("overlay-changes", args=[agent_work.pk])
     page = Page(author_client.get(url))
-    assert "1 file added · 1 file modified · 1 file deleted · 1 email sent · 1 chat message posted · 1 event created · 1 event updated" in page.text
+    assert (
+        "1 file added · 1 file modified · 1 file deleted · 1 email sent · 1 chat message posted · 1 event created · 1 event updated"
+        in page.text
+    )
     cards = page.find("replica-change", tag="article")
     assert [c.text.split(" Open in")[0] for c in cards] == [
         "Added File Work/Memo.md", "Modified File Deal/Notes.md", "Deleted File Finance/Payments.csv",
@@ -147,8 +153,8 @@ def test_overlay_file_download_renders_the_overlays_version_as_an_attachment(aut
     html_named = author_client.get(url + "?path=Deal/Notes.md")
     assert html_named["Content-Disposition"].startswith("attachment") and html_named["Content-Type"].startswith("text/markdown")
     assert author_client.get(url + "?path=Work/Nope.md").status_code == 404
-    overlay_entry_upsert(overlay=overlay, path="Work/Broken.xlsx", kind="file", format="xlsx", content="## Sheet: S\n|   | A |\n|---|---|\n| 1 | =NOPE(1) |\n",
-                         metadata={})
+    overlay_entry_upsert(overlay=overlay, path="Work/Broken.xlsx", kind="file", format="xlsx",
+                         content="## Sheet: S\n|   | A |\n|---|---|\n| 1 | =NOPE(1) |\n", metadata={})
     broken = author_client.get(url + "?path=Work/Broken.xlsx")
     assert broken.status_code == 422 and "cannot be built as a file" in broken.content.decode()
 
@@ -190,9 +196,9 @@ def test_reviewers_read_but_cannot_create_or_delete_sandboxes(client, team, data
     listed = Page(client.get(reverse("world-sandboxes", args=[data_room.pk])))
     assert "Mine" in listed.text and not listed.find(id="replica-sandbox-label") and "Delete" not in listed.text
     refused = client.post(reverse("world-sandboxes", args=[data_room.pk]), {"label": "x"}, **hx("replica-sandboxes"))
-    assert refused.status_code == 422 and "Not done." in refused.content.decode()
+    assert refused.status_code == 403 and "Not done." in refused.content.decode()
     refused = client.post(reverse("sandbox-delete", args=[sandbox.pk]), **hx("replica-sandboxes"))
-    assert refused.status_code == 422
+    assert refused.status_code == 403
     assert list(Overlay.objects.values_list("label", flat=True)) == ["Mine"]
     drive = Page(client.get(app_url("drive", OVERLAYS, sandbox.pk)))
     assert "Sandbox “Mine”" in drive.find(id="replica-banner")[0].text and "Delete sandbox" not in drive.text

@@ -33,7 +33,8 @@ def test_drive_shows_the_folder_tree_the_files_of_a_folder_and_a_hint(author_cli
 
 
 def test_drive_views_an_xlsx_with_computed_values_a_docx_and_slides(author_client, data_room):
-    sheet = fragment(author_client.get(app_url("drive", W, data_room.pk, "?path=Finance/Cap table.xlsx&folder=Finance"), **hx("replica-files")),
+    sheet = fragment(author_client.get(app_url("drive", W, data_room.pk, "?path=Finance/Cap table.xlsx&folder=Finance"),
+                                       **hx("replica-files")),
                      "replica-files")
     cells = [e.text for e in sheet.find(tag="td")]
     assert "=B2/B4 → 60.0%" in cells and "=SUM(B2:B3) → 10,000,000" in cells
@@ -41,7 +42,9 @@ def test_drive_views_an_xlsx_with_computed_values_a_docx_and_slides(author_clien
     cap_table = Document.objects.get(world=data_room, path="Finance/Cap table.xlsx")
     assert sheet.find(id="replica-download")[0].attrs["href"] == reverse("document-download", args=[cap_table.pk])
 
-    doc = fragment(author_client.get(app_url("drive", W, data_room.pk, "?path=Deal/Letter of intent.docx"), **hx("replica-viewer")), "replica-viewer")
+    doc = fragment(
+        author_client.get(app_url("drive", W, data_room.pk, "?path=Deal/Letter of intent.docx"), **hx("replica-viewer")), "replica-viewer"
+    )
     assert doc.find(tag="h1")[0].text == "Letter of intent"
     assert [e.text for e in doc.find(tag="td")][:2] == ["Price", "$12m"]
     deck = Page(author_client.get(app_url("drive", W, data_room.pk, "?path=Board/Q1 update.pptx")))
@@ -136,7 +139,9 @@ def test_calendar_agenda_is_grouped_by_day_with_times_places_and_people(author_c
     days = [e.text for e in page.elements if e.tag == "h3"][:2]
     assert days == ["Wednesday 4 March 2026", "Sunday 15 March 2026"]
     events = page.texts("replica-agenda-event")
-    assert events[0].startswith("15:00–16:00 UTC Weekly diligence call Where Video call Who Priya Raman <p.raman@harlowfinch.com>, Hannah Cole")
+    assert events[0].startswith(
+        "15:00–16:00 UTC Weekly diligence call Where Video call Who Priya Raman <p.raman@harlowfinch.com>, Hannah Cole"
+    )
     assert "Open questions" in events[0]
     assert events[1].startswith("10:00–12:00 UTC Signing Where Harlow & Finch, London")
 
@@ -182,7 +187,11 @@ def test_empty_states_say_what_to_do_next(author_client, team, app, message):
 
 def test_world_editor_links_to_the_apps_and_loads_its_sandboxes(author_client, data_room):
     page = Page(author_client.get(reverse("world-editor", args=[data_room.pk])))
-    links = [(e.text, e.attrs["href"]) for e in page.elements if e.tag == "a" and e.attrs.get("href", "").startswith(f"/worlds/{data_room.pk}/apps/")]
+    links = [
+        (e.text, e.attrs["href"])
+        for e in page.elements
+        if e.tag == "a" and e.attrs.get("href", "").startswith(f"/worlds/{data_room.pk}/apps/")
+    ]
     assert links == [(app.capitalize(), app_url(app, W, data_room.pk)) for app in ("drive", "mail", "chat", "calendar")]
     section = page.find(id="replica-sandboxes")[0]
     assert section.attrs["hx-get"] == reverse("world-sandboxes", args=[data_room.pk]) and section.attrs["hx-trigger"] == "load"

@@ -17,15 +17,24 @@ ROOT = "Bulk/Mail/0"
 def grow(world, sandbox, user, start: int, stop: int) -> None:
     """Items start..stop-1 of every kind in the world, and as many agent writes in the sandbox."""
     for n in range(start, stop):
-        authoring_services.document_create(world=world, user=user, path=f"Bulk/Folder {n % 3}/File {n}.md", content=f"# File {n}\n\nText {n}.")
-        authoring_services.document_create(world=world, user=user, path=f"Bulk/Mail/{n}", kind=DocumentKind.EMAIL, content=f"Body {n}", metadata={
-            "from": "A <a@x.example>", "to": "B <b@x.example>", "subject": f"Mail {n}", "date": f"2026-02-{1 + n % 28:02d}T09:00:00+00:00",
-            **({"thread": ROOT} if n else {})})
-        authoring_services.document_create(world=world, user=user, path=f"Bulk/Chat/{n}", kind=DocumentKind.CHAT, content=f"Message {n}", metadata={
-            "channel": "general", "from": "A <a@x.example>", "date": f"2026-03-{1 + n % 28:02d}T09:00:00+00:00"})
-        authoring_services.document_create(world=world, user=user, path=f"Bulk/Calendar/{n}", kind=DocumentKind.EVENT, content=f"Agenda {n}", metadata={
-            "subject": f"Meeting {n}", "start": f"2026-03-{2 + n % 7:02d}T09:00:00+00:00", "end": f"2026-03-{2 + n % 7:02d}T10:00:00+00:00",
-            "attendees": "A <a@x.example>, B <b@x.example>", "location": "Room"})
+        authoring_services.document_create(
+            world=world, user=user, path=f"Bulk/Folder {n % 3}/File {n}.md", content=f"# File {n}\n\nText {n}."
+        )
+        authoring_services.document_create(
+            world=world, user=user, path=f"Bulk/Mail/{n}", kind=DocumentKind.EMAIL, content=f"Body {n}",
+            metadata={"from": "A <a@x.example>", "to": "B <b@x.example>", "subject": f"Mail {n}",
+                      "date": f"2026-02-{1 + n % 28:02d}T09:00:00+00:00", **({"thread": ROOT} if n else {})},
+        )
+        authoring_services.document_create(
+            world=world, user=user, path=f"Bulk/Chat/{n}", kind=DocumentKind.CHAT, content=f"Message {n}",
+            metadata={"channel": "general", "from": "A <a@x.example>", "date": f"2026-03-{1 + n % 28:02d}T09:00:00+00:00"},
+        )
+        authoring_services.document_create(
+            world=world, user=user, path=f"Bulk/Calendar/{n}", kind=DocumentKind.EVENT, content=f"Agenda {n}",
+            metadata={"subject": f"Meeting {n}", "start": f"2026-03-{2 + n % 7:02d}T09:00:00+00:00",
+                      "end": f"2026-03-{2 + n % 7:02d}T10:00:00+00:00", "attendees": "A <a@x.example>, B <b@x.example>",
+                      "location": "Room"},
+        )
         write(world, sandbox, "write_file", {"path": f"Work/Note {n}.md", "content": f"Note {n}"})
         write(world, sandbox, "post_message", {"channel": "general", "text": f"Agent message {n}"})
 

@@ -15,7 +15,19 @@ EVIL = ('<script>alert("evil")</script><img src="https://evil.example/x.png" one
         '<a href="javascript:alert(1)">click me</a><div hx-get="/evil-hx" hx-trigger="load">boom</div>'
         '[md link](javascript:alert(2)) <svg onload=alert(3)></svg> <iframe src="https://evil.example"></iframe>')
 SENDER = "Eve <eve@evil.example>"
-URL_ATTRIBUTES = {"href", "src", "action", "formaction", "hx-get", "hx-post", "hx-put", "hx-patch", "hx-delete", "hx-push-url", "hx-trigger"}
+URL_ATTRIBUTES = {
+    "href",
+    "src",
+    "action",
+    "formaction",
+    "hx-get",
+    "hx-post",
+    "hx-put",
+    "hx-patch",
+    "hx-delete",
+    "hx-push-url",
+    "hx-trigger",
+}
 
 
 @pytest.fixture
@@ -34,8 +46,8 @@ def poisoned(team, data_room):
     write(data_room, sandbox, "write_file", {"path": "Work/Evil.md", "content": EVIL})
     write(data_room, sandbox, "send_email", {"to": ["a@b.example"], "subject": "Hi <script>alert(4)</script>", "body": EVIL})
     write(data_room, sandbox, "post_message", {"channel": "ops", "text": EVIL})
-    write(data_room, sandbox, "create_event", {"subject": EVIL[:150], "start": "2026-03-04T09:00:00+00:00", "end": "2026-03-04T10:00:00+00:00",
-                                               "description": EVIL})
+    write(data_room, sandbox, "create_event", {"subject": EVIL[:150], "start": "2026-03-04T09:00:00+00:00",
+                                               "end": "2026-03-04T10:00:00+00:00", "description": EVIL})
     return sandbox
 
 
@@ -43,8 +55,9 @@ def pages(world, sandbox) -> list[str]:
     urls = [reverse("overlay-changes", args=[sandbox.pk]), reverse("world-sandboxes", args=[world.pk])]
     for scope, pk in (("worlds", world.pk), ("overlays", sandbox.pk)):
         urls += [app_url("drive", scope, pk, f"?path={p}") for p in ("Evil/Notes.md", "Evil/Memo.docx", "Work/Evil.md")]
-        urls += [app_url("mail", scope, pk, "?id=Mail/Inbox/Evil"), app_url("mail", scope, pk, "?q=alert"), app_url("chat", scope, pk, "?channel=ops"),
-                 app_url("calendar", scope, pk), app_url("calendar", scope, pk, "?view=week&week=2026-03-02")]
+        urls += [app_url("mail", scope, pk, "?id=Mail/Inbox/Evil"), app_url("mail", scope, pk, "?q=alert"),
+                 app_url("chat", scope, pk, "?channel=ops"), app_url("calendar", scope, pk),
+                 app_url("calendar", scope, pk, "?view=week&week=2026-03-02")]
     return urls
 
 

@@ -40,7 +40,9 @@ def test_the_page_says_how_many_files_it_takes(client, team, world, media, setti
 def test_the_api_answers_json_for_too_many_files(team, world, media, settings):  # noqa: F811
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=team.author).key}")
-    response = api.post(f"/api/worlds/{world.pk}/uploads/", {"files": _files(settings.DATA_UPLOAD_MAX_NUMBER_FILES + 1)}, format="multipart")
+    response = api.post(
+        f"/api/worlds/{world.pk}/uploads/", {"files": _files(settings.DATA_UPLOAD_MAX_NUMBER_FILES + 1)}, format="multipart"
+    )
     assert response.status_code == 400 and response["Content-Type"].startswith("application/json")
     assert response.json() == {"detail": f"Send at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files in one request."}
     assert not Document.objects.filter(world=world, path__startswith="Uploads/").exists()

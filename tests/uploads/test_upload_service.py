@@ -43,7 +43,12 @@ def assert_kept(document: Document, media, data: bytes, source_name: str) -> Non
 def test_docx_becomes_markdown_with_headings_lists_and_tables(team, world, media):
     data = builders.docx_bytes()
     document = upload(world, team.author, "Share purchase agreement.docx", data)
-    assert (document.path, document.kind, document.format, document.status) == ("Uploads/Share purchase agreement.docx", "file", "docx", "edited")
+    assert (document.path, document.kind, document.format, document.status) == (
+        "Uploads/Share purchase agreement.docx",
+        "file",
+        "docx",
+        "edited",
+    )
     assert document.content.startswith("# Share purchase agreement\n\n## Price\n\nThe buyer pays **$12m** at closing.")
     assert "- Escrow of 10% for 18 months\n1. Closing on 31 March 2026" in document.content
     assert "| Party | Role |\n|---|---|\n| Acme Corp | Buyer |\n| Beta \\| Ltd | Seller |" in document.content
@@ -187,7 +192,8 @@ def _ooxml_main_type(old: bytes, new: bytes):
 REFUSALS = [
     ("zip-bomb", "big.docx", lambda: builders.office_bomb(60 * 1024 * 1024), "expands to 60 MB; one entry may be at most 50 MB"),
     ("ratio-bomb", "big.docx", lambda: builders.office_bomb(3 * 1024 * 1024), "looks like a zip bomb"),
-    ("traversal", "evil.docx", lambda: builders.zip_bytes({"../../evil": b"x", "[Content_Types].xml": b"<x/>"}), "points outside the archive"),
+    ("traversal", "evil.docx", lambda: builders.zip_bytes({"../../evil": b"x", "[Content_Types].xml": b"<x/>"}),
+     "points outside the archive"),
     ("absolute", "evil.xlsx", lambda: builders.zip_bytes({"/etc/passwd": b"x"}), "absolute path"),
     ("symlink", "evil.pptx", lambda: builders.zip_bytes([(_symlink_info(), b"/etc/passwd")]), "symbolic link"),
     ("too-many-entries", "many.docx", lambda: builders.zip_bytes({f"word/media/{i}.png": b"" for i in range(1001)}), "at most 1,000"),
@@ -210,7 +216,8 @@ REFUSALS = [
     ("eml-without-headers", "x.eml", lambda: b"just some words\n", "no email headers"),
     ("empty", "x.md", lambda: b"", "The file is empty"),
     ("damaged-pdf", "x.pdf", lambda: b"%PDF-1.4\nnothing else", "could not be read"),
-    ("damaged-docx", "x.docx", lambda: builders.rewrite_entry(builders.docx_bytes(), "word/document.xml", lambda d: d[:200]), "could not be read"),
+    ("damaged-docx", "x.docx", lambda: builders.rewrite_entry(builders.docx_bytes(), "word/document.xml", lambda d: d[:200]),
+     "could not be read"),
 ]
 
 

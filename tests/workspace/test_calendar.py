@@ -55,7 +55,9 @@ def test_create_event_rejects_bad_times(run, ws):
     assert "has no UTC offset" in text
     text = run("create_event", {"subject": "x", "start": "2026-03-06T10:00:00+00:00", "end": "2026-03-06T09:00:00+00:00"}, error=True)
     assert "is before 'start'" in text
-    assert "not a date and time" in run("create_event", {"subject": "x", "start": "next tuesday", "end": "2026-03-06T09:00:00+00:00"}, error=True)
+    assert "not a date and time" in run(
+        "create_event", {"subject": "x", "start": "next tuesday", "end": "2026-03-06T09:00:00+00:00"}, error=True
+    )
     assert not OverlayEntry.objects.filter(overlay=ws.overlay).exists()
 
 

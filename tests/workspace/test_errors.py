@@ -89,7 +89,9 @@ def test_write_file_errors(run, ws):
     assert run("write_file", {"path": "Legal/Opinions/Opinion.pdf", "content": "x"}, error=True).startswith("Cannot write")
     assert run("write_file", {"path": "Mail/Inbox/2026-02-20 Price", "content": "x"}, error=True).startswith("Cannot write")
     text = run("write_file", {"path": "Work/Model.xlsx", "content": "## Sheet: A\n|   | A |\n|---|---|\n| 1 | =FOO(1) |\n"}, error=True)
-    assert text.startswith("The content is not a valid xlsx file: line 4: sheet 'A' cell A1: =FOO(1) uses FOO(), which is not an Excel function")
+    assert text.startswith(
+        "The content is not a valid xlsx file: line 4: sheet 'A' cell A1: =FOO(1) uses FOO(), which is not an Excel function"
+    )
     assert "'## Sheet: <name>' heading per sheet" in text
     text = run("write_file", {"path": "Work/Data.csv", "content": 'a,"b\nc'}, error=True)
     assert text.startswith("The content is not a valid csv file: line ")

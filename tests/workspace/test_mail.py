@@ -105,7 +105,9 @@ def test_send_email_refuses_bad_recipients_and_attachments(run, ws):
     assert "'Priya' is not an email address" in text
     text = run("send_email", {"to": [PRIYA], "subject": "x", "body": "y", "attachments": ["Deal/Nope.md"]}, error=True)
     assert text.startswith("Attachment 'Deal/Nope.md' is not a file in the data room")
-    assert run("send_email", {"to": [], "subject": "x", "body": "y"}, error=True).startswith("Invalid arguments for send_email: to needs at least 1 item.")
+    assert run("send_email", {"to": [], "subject": "x", "body": "y"}, error=True).startswith(
+        "Invalid arguments for send_email: to needs at least 1 item."
+    )
     assert not OverlayEntry.objects.filter(overlay=ws.overlay).exists()
 
 

@@ -61,7 +61,10 @@ def test_overlay_delete(team, data_room, overlay, run):
 def test_writes_land_in_the_overlay_and_never_in_the_world(run, ws, data_room):
     before = world_snapshot(data_room)
     run("write_file", {"path": "Deal/Letter of intent.docx", "content": NEW_LOI})
-    run("write_file", {"path": "Work/Summary.xlsx", "content": "## Sheet: S\n|   | A | B |\n|---|---|---|\n| 1 | Price | 13 |\n| 2 | x2 | =B1*2 |\n"})
+    run(
+        "write_file",
+        {"path": "Work/Summary.xlsx", "content": "## Sheet: S\n|   | A | B |\n|---|---|---|\n| 1 | Price | 13 |\n| 2 | x2 | =B1*2 |\n"},
+    )
     run("delete_file", {"path": "Deal/Notes.md"})
     run("send_email", {"to": ["a@b.co"], "subject": "Hello", "body": "Hi"})
     run("post_message", {"channel": "finance", "text": "Done"})
@@ -136,7 +139,10 @@ def test_overlay_entry_limit(run, ws, monkeypatch):
     run("write_file", {"path": "Work/1.md", "content": "1"})
     run("write_file", {"path": "Work/2.md", "content": "2"})
     assert run("write_file", {"path": "Work/2.md", "content": "2b"}).startswith("Replaced")  # same path: no new entry
-    assert run("write_file", {"path": "Work/3.md", "content": "3"}, error=True) == "This workspace already holds 2 changes; no more can be made."
+    assert (
+        run("write_file", {"path": "Work/3.md", "content": "3"}, error=True)
+        == "This workspace already holds 2 changes; no more can be made."
+    )
 
 
 def test_every_change_of_an_overlay_moves_its_changed_at(run, ws):

@@ -50,8 +50,8 @@ def big_world(team):
     for n in range(20):
         authoring_services.document_create(
             world=world, user=team.author, path=f"Calendar/Event {n}", kind=DocumentKind.EVENT, content=f"meeting {n}",
-            metadata={"subject": f"Meeting {n}", "start": f"2026-05-{1 + n:02d}T09:00:00+00:00", "end": f"2026-05-{1 + n:02d}T10:00:00+00:00",
-                      "attendees": f"Person {n % 3} <p{n % 3}@example.com>"},
+            metadata={"subject": f"Meeting {n}", "start": f"2026-05-{1 + n:02d}T09:00:00+00:00",
+                      "end": f"2026-05-{1 + n:02d}T10:00:00+00:00", "attendees": f"Person {n % 3} <p{n % 3}@example.com>"},
         )
     assert world.documents.count() == 200
     return world

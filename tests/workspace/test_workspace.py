@@ -76,4 +76,6 @@ def test_updating_an_event_with_invalid_stored_metadata_says_which_field_to_pass
     text = run("update_event", {"id": "Calendar/Demo", "location": "Room 2"}, error=True)
     assert text.startswith("metadata 'attendees': 'Priya Raman; Ben Osei' is not an email address")
     assert text.endswith("(This value is the event's own; pass attendees to replace it.)")
-    assert run.json("update_event", {"id": "Calendar/Demo", "location": "Room 2", "attendees": ["p@x.co"]})["updated"]["location"] == "Room 2"
+    assert (
+        run.json("update_event", {"id": "Calendar/Demo", "location": "Room 2", "attendees": ["p@x.co"]})["updated"]["location"] == "Room 2"
+    )

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import anyio
 from asgiref.sync import sync_to_async
+from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -183,11 +184,15 @@ def _unauthorized() -> JsonResponse:
                       headers={"WWW-Authenticate": 'Bearer realm="taskwright"'})
 
 
-@csrf_exempt  # token-authenticated, never by session cookie
+# Token-authenticated, never by session cookie: no CSRF, and no sign-in redirect (a
+# client without a token gets the 401 above).
+@login_not_required
+@csrf_exempt
 async def world_endpoint(request: HttpRequest, world_id: str) -> HttpResponse:
     return await _endpoint(request, world_id=int(world_id))
 
 
+@login_not_required
 @csrf_exempt
 async def overlay_endpoint(request: HttpRequest, overlay_id: str) -> HttpResponse:
     return await _endpoint(request, overlay_id=int(overlay_id))

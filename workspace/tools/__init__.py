@@ -12,7 +12,20 @@ from .executor import execute, tool_specs, tool_writes
 from .filetext import file_text
 from .world import ChatMessage, Email, Event, Item, Workspace
 
-__all__ = ["ChatMessage", "Email", "Event", "Item", "ToolResult", "ToolSpec", "Workspace", "execute", "file_text", "specs", "tool_specs", "tool_writes"]
+__all__ = [
+    "ChatMessage",
+    "Email",
+    "Event",
+    "Item",
+    "ToolResult",
+    "ToolSpec",
+    "Workspace",
+    "execute",
+    "file_text",
+    "specs",
+    "tool_specs",
+    "tool_writes",
+]
 
 
 def specs(*, writable: bool) -> list[ToolSpec]:

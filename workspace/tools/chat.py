@@ -14,7 +14,9 @@ from .world import ChatMessage, Workspace
 MAX_TEXT = 20_000
 MAX_HITS = 20
 MAX_SHOWN = 4_000  # of one message's text in a listing
-CHANNEL_ARG = text_arg('The channel\'s name as list_channels shows it (the leading "#" and case do not matter).', min_length=1, max_length=200)
+CHANNEL_ARG = text_arg(
+    'The channel\'s name as list_channels shows it (the leading "#" and case do not matter).', min_length=1, max_length=200
+)
 ID_ARG = text_arg("The message's id, as read_channel or search_chat shows it.", min_length=1)
 
 
@@ -89,7 +91,10 @@ def read_channel(ws: Workspace, channel: str, limit: int = 30, before: str = "")
 @tool(
     "read_chat_thread",
     "Read a whole chat thread, oldest first (give the id of any message in it).",
-    {"id": ID_ARG, "offset": int_arg("How many messages of the thread to skip (for a very long thread).", minimum=0, maximum=100_000, default=0)},
+    {
+        "id": ID_ARG,
+        "offset": int_arg("How many messages of the thread to skip (for a very long thread).", minimum=0, maximum=100_000, default=0),
+    },
     required=("id",),
 )
 def read_chat_thread(ws: Workspace, id: str, offset: int = 0) -> str:
@@ -126,7 +131,13 @@ def _post(ws: Workspace, *, channel: str, text: str, thread: str = "", after=Non
     sender = actor(ws)
     when = stamp(after)
     path = new_path(ws, f"Chat/{slugify(channel)[:60] or 'channel'}", when, ws.overlay.actor_name)
-    save(ws, path=path, kind=DocumentKind.CHAT, content=text, metadata={"channel": channel, "from": sender, "date": iso(when), "thread": thread})
+    save(
+        ws,
+        path=path,
+        kind=DocumentKind.CHAT,
+        content=text,
+        metadata={"channel": channel, "from": sender, "date": iso(when), "thread": thread},
+    )
     return to_json({"posted": path, "channel": channel, "date": iso(when), **({"reply_to": thread} if thread else {})})
 
 

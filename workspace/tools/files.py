@@ -48,7 +48,9 @@ def _folder(ws: Workspace, folder: object) -> str:
     folder = check_path(folder, what="folder", allow_root=True)
     if folder and folder not in ws.folders():
         top = sorted({f.split("/")[0] for f in ws.folders()})
-        raise ToolError(f"No folder {folder!r}. Top-level folders: {', '.join(top) or '(none)'}. Call list_files with folder=\"\" to see the root.")
+        raise ToolError(
+            f"No folder {folder!r}. Top-level folders: {', '.join(top) or '(none)'}. Call list_files with folder=\"\" to see the root."
+        )
     return folder
 
 
@@ -147,7 +149,9 @@ def write_file(ws: Workspace, path: str, content: str) -> str:
     fmt = _format_of(path)
     existing = ws.get(path)
     if existing is not None and existing.kind != DocumentKind.FILE:
-        raise ToolError(f"{path!r} is the id of {'an' if existing.kind == 'email' else 'a'} {existing.kind}, not a file; choose another path.")
+        raise ToolError(
+            f"{path!r} is the id of {'an' if existing.kind == 'email' else 'a'} {existing.kind}, not a file; choose another path."
+        )
     if existing is not None and existing.format != fmt:
         raise ToolError(f"{path!r} is a {existing.format} file; keep its format or choose another path.")
     try:

@@ -170,7 +170,9 @@ def _send(ws: Workspace, *, to: str, cc: str, subject: str, body: str, attachmen
     required=("to", "subject", "body"),
     writes=True,
 )
-def send_email(ws: Workspace, to: list[str], subject: str, body: str, cc: list[str] | None = None, attachments: list[str] | None = None) -> str:
+def send_email(
+    ws: Workspace, to: list[str], subject: str, body: str, cc: list[str] | None = None, attachments: list[str] | None = None
+) -> str:
     paths = [check_path(p, what="attachment") for p in attachments or []]
     return _send(ws, to=_addresses(to), cc=_addresses(cc or []), subject=" ".join(subject.split()), body=body, attachments=paths)
 

@@ -287,7 +287,8 @@ class Workspace:
         if "chat" not in self._views:
             items, roots = self._threaded(DocumentKind.CHAT)
             messages = [
-                ChatMessage(id=i.path, channel=_text(i.metadata, "channel"), sender=_text(i.metadata, "from") or _text(i.metadata, "author"),
+                ChatMessage(id=i.path, channel=_text(i.metadata, "channel"),
+                            sender=_text(i.metadata, "from") or _text(i.metadata, "author"),
                             date=parse_date(i.metadata.get("date")), date_text=_text(i.metadata, "date"), text=i.content,
                             thread=roots[i.path], change=i.change)
                 for i in items

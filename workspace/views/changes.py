@@ -2,10 +2,9 @@
 world: overlays people open to try the apps, created and deleted from the world page."""
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -13,7 +12,7 @@ from accounts.selectors import membership_for
 from authoring.models import DocumentKind, World
 from authoring.selectors import world_get_for_user
 from core.exceptions import ApplicationError
-from core.views import UNPROCESSABLE
+from core.views import render_with_error
 from workspace.models import OverlayPurpose
 from workspace.selectors import overlay_diff, overlay_get_for_user, overlay_list_for_user
 from workspace.services import overlay_create, overlay_delete
@@ -58,7 +57,6 @@ def _summary(changes: list) -> list[str]:
     ]
 
 
-@login_required
 @require_GET
 def overlay_changes(request: HttpRequest, pk: int) -> HttpResponse:
     s = scope_get(request, OVERLAYS, pk)
@@ -76,10 +74,11 @@ def overlay_changes(request: HttpRequest, pk: int) -> HttpResponse:
         title = (email.subject or "(no subject)" if email else f"Message in #{chat.channel.lstrip('#')}" if chat
                  else event.subject or "(no title)" if event else change.path)
         rows.append({"change": change, "app": APPS[change.kind], "noun": NOUNS[change.kind], "lines": lines, "hidden_lines": hidden,
-                     "channel": chat.channel.lstrip("#") if chat else "", "title": title, "verb": VERBS.get((change.kind, change.action), change.action.capitalize()), "anchor": anchor(change.path)})
+                     "channel": chat.channel.lstrip("#") if chat else "", "title": title,
+                     "verb": VERBS.get((change.kind, change.action), change.action.capitalize()), "anchor": anchor(change.path)})
     filters = [("", f"All {len(changes)}"), *((a, f"{a.capitalize()} {n}") for a, n in by_app.items() if n or a == app)]
-    context = {"scope": s, "app": "changes", "filter": app, "filters": filters, "changes_url": reverse("overlay-changes", args=[pk]), "rows": rows, "summary": _summary(changes), "total": len(changes),
-               "by_app": by_app}
+    context = {"scope": s, "app": "changes", "filter": app, "filters": filters, "changes_url": reverse("overlay-changes", args=[pk]),
+               "rows": rows, "summary": _summary(changes), "total": len(changes), "by_app": by_app}
     return render_screen(request, CHANGES_TEMPLATE, context, partials=("replica-changes",))
 
 
@@ -94,10 +93,9 @@ def _sandboxes_context(request: HttpRequest, world: World, **extra) -> dict:
 def _sandboxes_response(request: HttpRequest, world: World, error: ApplicationError | None = None, **extra) -> HttpResponse:
     context = _sandboxes_context(request, world, error=error.message if error else None, **extra)
     template = SANDBOXES_TEMPLATE + ("#replica-sandboxes" if request.htmx and not request.htmx.history_restore_request else "")
-    return render(request, template, context, status=UNPROCESSABLE if error else 200)
+    return render_with_error(request, template, context, error)
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def world_sandboxes(request: HttpRequest, pk: int) -> HttpResponse:
     """The world's sandboxes (the world page loads this as a fragment); a POST creates one."""
@@ -114,7 +112,6 @@ def world_sandboxes(request: HttpRequest, pk: int) -> HttpResponse:
     return _sandboxes_response(request, world, created=overlay.pk)
 
 
-@login_required
 @require_POST
 def sandbox_delete(request: HttpRequest, pk: int) -> HttpResponse:
     overlay = overlay_get_for_user(user=request.user, pk=pk)

@@ -1,7 +1,6 @@
 """Chat: the channels, and one channel's messages in order with their threads folded
 under the message that started them. Texts are plain: the template escapes them."""
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
@@ -14,8 +13,8 @@ TEMPLATE = "workspace/replica_chat.html"
 
 def _message(message: ChatMessage) -> dict:
     name = people(message.sender)
-    return {"message": message, "sender_name": name or "Unknown", "initials": initials(name), "when": shown(message.date, long=True) or message.date_text,
-            "anchor": anchor(message.id)}
+    return {"message": message, "sender_name": name or "Unknown", "initials": initials(name),
+            "when": shown(message.date, long=True) or message.date_text, "anchor": anchor(message.id)}
 
 
 def _threads(messages: list[ChatMessage]) -> list[dict]:
@@ -32,7 +31,6 @@ def _threads(messages: list[ChatMessage]) -> list[dict]:
     return threads
 
 
-@login_required
 @require_GET
 def chat(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
     s = scope_get(request, scope, pk)
@@ -51,6 +49,7 @@ def chat(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
     messages = ws.chat_messages(current) if current is not None else []
     context = {
         "scope": s, "app": "chat", "channels": channels, "current": current, "missing_channel": requested if current is None else "",
-        "channel_name": next((c["name"] for c in channels if c["key"] == current), ""), "threads": _threads(messages), "message_count": len(messages),
+        "channel_name": next((c["name"] for c in channels if c["key"] == current), ""), "threads": _threads(messages),
+        "message_count": len(messages),
     }
     return render_screen(request, TEMPLATE, context, partials=("replica-chat",))

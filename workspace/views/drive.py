@@ -1,7 +1,6 @@
 """Drive: the folder tree, the files of one folder and a viewer rendered by the same
 preview the document editor uses (sanitized), plus downloads of the real files."""
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -58,7 +57,6 @@ def _tree(ws: Workspace, deleted: list[Item], folder: str) -> tuple[list[dict], 
     return rows, folders
 
 
-@login_required
 @require_GET
 def drive(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
     s = scope_get(request, scope, pk)
@@ -81,7 +79,9 @@ def drive(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
     shown = ws.world_item(selected.path) if show_original else selected
     download_pk = None
     if selected is not None and not selected_change:  # the world's own file: its existing download route
-        download_pk = document_list_for_user(user=request.user, world_id=s.world.pk).filter(path=selected.path).values_list("pk", flat=True).first()
+        download_pk = (
+            document_list_for_user(user=request.user, world_id=s.world.pk).filter(path=selected.path).values_list("pk", flat=True).first()
+        )
     prefix = f"{folder}/" if folder else ""
     files = [_entry(i, i.change) for i in ws.files(folder, recursive=False)]
     files += [_entry(d, "deleted") for d in deleted if d.folder == folder]
@@ -98,7 +98,6 @@ def drive(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
     return render_screen(request, TEMPLATE, context, partials=("replica-drive", "replica-files", "replica-viewer"))
 
 
-@login_required
 @require_GET
 def overlay_file_download(request: HttpRequest, pk: int) -> HttpResponse:
     """A file as the overlay holds it, rendered as its real format: always an attachment."""

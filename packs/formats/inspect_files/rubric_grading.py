@@ -72,7 +72,9 @@ def aggregate(criteria: list[dict], met: dict[str, bool], *, pass_threshold: flo
     positive = sum(c["points"] for c in criteria if c["points"] > 0)
     value = ratio(met_points, positive)
     if all_must_pass:
-        passed = all(met.get(c["id"]) for c in criteria if c["points"] > 0) and not any(met.get(c["id"]) for c in criteria if c["points"] < 0)
+        passed = all(met.get(c["id"]) for c in criteria if c["points"] > 0) and not any(
+            met.get(c["id"]) for c in criteria if c["points"] < 0
+        )
     else:
         passed = value >= pass_threshold
     per_tag = {}
@@ -80,7 +82,11 @@ def aggregate(criteria: list[dict], met: dict[str, bool], *, pass_threshold: flo
         subset = [c for c in criteria if c["tag"] == tag]
         tag_positive = sum(c["points"] for c in subset if c["points"] > 0)
         tag_met = sum(c["points"] for c in subset if met.get(c["id"]))
-        per_tag[tag] = {"met_points": tag_met, "positive_points": tag_positive, "score": ratio(tag_met, tag_positive) if tag_positive else None}
+        per_tag[tag] = {
+            "met_points": tag_met,
+            "positive_points": tag_positive,
+            "score": ratio(tag_met, tag_positive) if tag_positive else None,
+        }
     return {"score": value, "passed": bool(passed), "met_points": met_points, "positive_points": positive, "per_tag": per_tag}
 
 

@@ -98,7 +98,9 @@ def load_samples() -> Dataset:
         # here rather than hand the agent a "world.zip" holding a path.
         world = (sample.files or {}).get(WORLD_ZIP)
         if world is not None and not Path(world).is_file():
-            raise FileNotFoundError(f"{sample.id}: its world {world!r} is missing; run from the unpacked pack with world_files_zipped/ next to inspect/.")
+            raise FileNotFoundError(
+                f"{sample.id}: its world {world!r} is missing; run from the unpacked pack with world_files_zipped/ next to inspect/."
+            )
     return dataset
 
 
@@ -112,7 +114,9 @@ async def nudge_once(state: AgentState) -> bool | str:
 
 def world_agent():
     # answer_only: the submitted text is the answer the judge sees (not the reply's preamble as well).
-    return react(prompt=AgentPrompt(instructions=INSTRUCTIONS), tools=world_tools(), submit=AgentSubmit(answer_only=True), on_continue=nudge_once)
+    return react(
+        prompt=AgentPrompt(instructions=INSTRUCTIONS), tools=world_tools(), submit=AgentSubmit(answer_only=True), on_continue=nudge_once
+    )
 
 
 def steps_text(messages: list[ChatMessage]) -> str:

@@ -472,7 +472,9 @@ def search_world() -> Tool:
             raise ToolError("Give the text to look for.")
         world = await open_world()
         places: list[tuple[str, str]] = [(f"file /{n.removeprefix(FILESYSTEM)}", file_text(world, n)) for n in world.names(FILESYSTEM)]
-        places += [(f"email {m.get('Message-ID')} ({m.get('Subject')})", f"{mail_summary(m)}\n{mail_body(m)}") for m in mail_messages(world)]
+        places += [
+            (f"email {m.get('Message-ID')} ({m.get('Subject')})", f"{mail_summary(m)}\n{mail_body(m)}") for m in mail_messages(world)
+        ]
         places += [(f"chat {gid} {m.get('message_id', '')}", str(m.get("text", ""))) for gid, _, ms in chat_groups(world) for m in ms]
         places += [(f"event {(e.get('UID') or [('', '')])[0][1]}", event_summary(e)) for e in calendar_events(world)]
         hits = []

@@ -26,8 +26,12 @@ class Command(BaseCommand):
         parser.add_argument("--project", required=True, help="The project's slug.")
         parser.add_argument("--as", dest="username", required=True, help="An admin of the project: the pack is built in their name.")
         parser.add_argument("--name", default="pack", help="The pack's name.")
-        parser.add_argument("--formats", default=",".join(ALL_FORMATS), help=f"Comma-separated, from: {', '.join(ALL_FORMATS)} (default: all).")
-        parser.add_argument("--submission", type=int, action="append", dest="submissions", help="A submission id (repeat); default: all approved.")
+        parser.add_argument(
+            "--formats", default=",".join(ALL_FORMATS), help=f"Comma-separated, from: {', '.join(ALL_FORMATS)} (default: all)."
+        )
+        parser.add_argument(
+            "--submission", type=int, action="append", dest="submissions", help="A submission id (repeat); default: all approved."
+        )
         parser.add_argument("--out", help="Copy the built zip to this path.")
 
     def handle(self, *args, project, username, name, formats, submissions, out, **options):
