@@ -1,6 +1,7 @@
 """The API under /api/. Path ids are taken as text and parsed by the views, so a
 non-integer id is a clear 400 rather than a bare 404 from the URL resolver."""
 
+from django.contrib.auth.decorators import login_not_required
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
@@ -14,8 +15,9 @@ from rollouts import apis as rollouts_apis
 from verification import apis as verification_apis
 
 urlpatterns = [
-    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
+    # The schema and its docs page are public, as they always were (no project data in them).
+    path("schema/", login_not_required(SpectacularAPIView.as_view()), name="api-schema"),
+    path("docs/", login_not_required(SpectacularSwaggerSplitView.as_view(url_name="api-schema")), name="api-docs"),
     # accounts
     path("auth/token/", accounts_apis.TokenObtainApi.as_view(), name="api-token"),
     path("projects/", accounts_apis.ProjectListApi.as_view(), name="api-projects"),
@@ -65,6 +67,9 @@ urlpatterns = [
     path("batches/<str:pk>/agreement/", verification_apis.BatchAgreementApi.as_view(), name="api-batch-agreement"),
     path("batches/<str:pk>/ranking/", verification_apis.BatchRankingApi.as_view(), name="api-batch-ranking"),
     path("batches/<str:pk>/regrade/", verification_apis.BatchRegradeApi.as_view(), name="api-batch-regrade"),
+    path(
+        "batches/<str:pk>/retry-failed-grades/", verification_apis.BatchRetryFailedGradesApi.as_view(), name="api-batch-retry-failed-grades"
+    ),
     path("batches/<str:pk>/difficulty/", verification_apis.BatchDifficultyApi.as_view(), name="api-batch-difficulty"),
     path("tasks/<str:pk>/probe-runs/", verification_apis.ProbeRunListApi.as_view(), name="api-task-probe-runs"),
     path("probe-runs/<str:pk>/", verification_apis.ProbeRunDetailApi.as_view(), name="api-probe-run"),

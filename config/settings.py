@@ -94,6 +94,9 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Every page needs a signed-in user unless its view says @login_not_required (sign-in,
+    # sign-out, the API and MCP, which authenticate themselves and answer 401, not a redirect).
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
@@ -320,6 +323,7 @@ LOGGING = {
         "django": {"handlers": ["console"], "level": "INFO", "propagate": False},
         "django.db.backends": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},  # (the model SDKs' client) one line per model call otherwise
         "mcp": {"level": "WARNING"},  # the SDK logs every stateless request's start and stop
     },
 }
@@ -348,3 +352,11 @@ MODEL_KEY_VARIABLES = env_list("MODEL_KEY_VARIABLES")
 # multicast or reserved address is refused when saved and again at every connection. Turn it
 # on for a model server on this machine or the local network (Ollama, vLLM); `make run` does.
 MODEL_ALLOW_PRIVATE_NETWORKS = env_bool("MODEL_ALLOW_PRIVATE_NETWORKS", False)
+
+# --- Reward-hacking probes (verification) ------------------------------------------------
+# What the "Run the probes" form starts with; the author can change both for a run, and the
+# run keeps the values it ran with (so its flags never change afterwards). Cheats per kind:
+# how many answers the cheat model writes for each kind of probe (0–5; each kind is one call).
+# Flag score: a probe that passes, or scores this or more, is flagged.
+PROBE_CHEATS_PER_KIND = int(os.environ.get("PROBE_CHEATS_PER_KIND") or 2)
+PROBE_FLAG_SCORE = float(os.environ.get("PROBE_FLAG_SCORE") or 0.5)

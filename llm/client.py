@@ -81,7 +81,10 @@ def chat(
             conversation = [
                 *conversation,
                 {"role": "assistant", "content": reply.text or json.dumps(reply.structured)},
-                {"role": "user", "content": f"That answer does not match the JSON schema: {problem}. Reply again with JSON that matches it exactly."},
+                {
+                    "role": "user",
+                    "content": f"That answer does not match the JSON schema: {problem}. Reply again with JSON that matches it exactly.",
+                },
             ]
     except ModelError as error:
         error.attempts = max(error.attempts, totals["attempts"])
@@ -92,7 +95,7 @@ def chat(
     if not defer_log:
         log.save()
     return ChatResult(
-        text=reply.text, tool_calls=reply.tool_calls, structured=reply.structured, finish_reason=reply.finish_reason,
+        text=reply.text, tool_calls=reply.tool_calls, structured=reply.structured, finish_reason=reply.finish_reason, raw=reply.raw,
         input_tokens=totals["input"], output_tokens=totals["output"], cost=cost,
         latency_ms=int((time.monotonic() - started) * 1000), attempts=totals["attempts"], endpoint_name=endpoint.name,
         scripted=endpoint.is_scripted, log=log if defer_log else None,
@@ -236,6 +239,8 @@ def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> pr
     try:
         if endpoint.stream:
             data = _streamed(client, anthropic_kind, body, headers)
+            # (a streamed answer has no one body: the events put together, in the unstreamed answer's shape)
+            raw = _redacted(json.dumps(data).encode(), key).decode()
         else:
             # The body is already in the provider's wire format (llm.providers), so it goes
             # through the SDK's documented way to post a request as it is, and the answer comes
@@ -244,7 +249,8 @@ def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> pr
             # in docs/performance.md) and parses the answer into models nothing here reads.
             path = "/v1/messages" if anthropic_kind else "/chat/completions"
             response = client.post(path, body=body, cast_to=httpx2.Response, options={"headers": headers})
-            raw = _redacted(response.content, key)
+            # Kept as text for the caller (a rollout step shows it): decoded once, as json.loads would decode the bytes itself.
+            raw = _redacted(response.content, key).decode("utf-8", "replace")
             try:
                 data = json.loads(raw)
             except ValueError:
@@ -257,7 +263,9 @@ def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> pr
         # (the SDKs wrap what fails while a request is sent; a raw answer's body is read after)
         raise _connection_error(endpoint, client, error) from None
     parse = providers.anthropic_reply if anthropic_kind else providers.openai_reply
-    return parse(data, structured=schema is not None)
+    reply = parse(data, structured=schema is not None)
+    reply.raw = raw
+    return reply
 
 
 def _redacted(raw: bytes, key: str | None) -> bytes:

@@ -29,6 +29,7 @@ class Reply:
     input_tokens: int = 0
     output_tokens: int = 0
     finish_reason: str = ""
+    raw: str = ""  # the provider's answer as it came (its JSON, as text; "" from the scripted model)
 
 
 def _parse_arguments(raw: object) -> tuple[dict | None, str]:
@@ -51,7 +52,10 @@ def openai_request(*, model: str, messages: list[dict], tools: list[dict] | None
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
     if tools:
-        body["tools"] = [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""), "parameters": t["parameters"]}} for t in tools]
+        body["tools"] = [
+            {"type": "function", "function": {"name": t["name"], "description": t.get("description", ""), "parameters": t["parameters"]}}
+            for t in tools
+        ]
     if schema is not None:
         body["response_format"] = {"type": "json_schema", "json_schema": {"name": "response", "schema": schema}}
     return body
@@ -70,7 +74,9 @@ def openai_reply(data: object, *, structured: bool) -> Reply:
         )
         for call in message.get("tool_calls") or []:
             arguments, raw = _parse_arguments(call["function"].get("arguments"))
-            reply.tool_calls.append(ToolCall(id=call.get("id") or "", name=call["function"]["name"], arguments=arguments, raw_arguments=raw))
+            reply.tool_calls.append(
+                ToolCall(id=call.get("id") or "", name=call["function"]["name"], arguments=arguments, raw_arguments=raw)
+            )
     except (KeyError, IndexError, TypeError, AttributeError) as exc:
         raise RetryableError(f"The endpoint's answer is not a chat completion ({exc!r}).", kind="response") from None
     if structured:

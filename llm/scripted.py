@@ -84,6 +84,8 @@ def answer(*, messages: list[dict], tools: list[dict] | None = None, schema: dic
         return Reply(text=text, structured=structured, input_tokens=input_tokens, output_tokens=len(text) // 4 + 1, finish_reason="stop")
     call = _agent_step(messages, tools) if tools and schema is None else None
     if call is not None:
-        return Reply(text=f"{LABEL} Calling {call.name}.", tool_calls=[call], input_tokens=input_tokens, output_tokens=20, finish_reason="tool_calls")
+        return Reply(
+            text=f"{LABEL} Calling {call.name}.", tool_calls=[call], input_tokens=input_tokens, output_tokens=20, finish_reason="tool_calls"
+        )
     text = f"{LABEL} This is a deterministic sample answer, not a model's work. Request: {hint}"
     return Reply(text=text, input_tokens=input_tokens, output_tokens=len(text) // 4 + 1, finish_reason="stop")

@@ -185,7 +185,12 @@ def _overlay(rollout: Rollout):
     if rollout.overlay_id:
         return rollout.overlay
     batch = rollout.batch
-    overlay = overlay_create(world=batch.env_task.world, user=batch.created_by, label=f"Rollout {rollout.index + 1} of batch {batch.pk}", purpose=OverlayPurpose.ROLLOUT)
+    overlay = overlay_create(
+        world=batch.env_task.world,
+        user=batch.created_by,
+        label=f"Rollout {rollout.index + 1} of batch {batch.pk}",
+        purpose=OverlayPurpose.ROLLOUT,
+    )
     if Rollout.objects.filter(pk=rollout.pk, overlay__isnull=True).update(overlay=overlay):
         rollout.overlay = overlay
     else:  # another delivery attached its overlay first: use that one
@@ -194,7 +199,10 @@ def _overlay(rollout: Rollout):
     return rollout.overlay
 
 
-def _messages(rollout: Rollout, steps: list[Step]) -> list[dict]:
+def conversation_before(rollout: Rollout, steps: list[Step]) -> list[dict]:
+    """The messages the model is sent after `steps` (the rollout's saved steps, in order): the
+    batch's system prompt, the task prompt, then each step. The trajectory page rebuilds a
+    step's request with it, so no conversation is stored per step."""
     batch = rollout.batch
     messages = [{"role": "system", "content": batch.system_prompt}, {"role": "user", "content": batch.task_snapshot["prompt"]}]
     for step in steps:
@@ -202,7 +210,11 @@ def _messages(rollout: Rollout, steps: list[Step]) -> list[dict]:
             message: dict = {"role": "assistant", "content": step.text}
             if step.tool_calls:
                 message["tool_calls"] = [
-                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c.get("raw_arguments") or json.dumps(c.get("arguments") or {})}}
+                    {
+                        "id": c["id"],
+                        "type": "function",
+                        "function": {"name": c["name"], "arguments": c.get("raw_arguments") or json.dumps(c.get("arguments") or {})},
+                    }
                     for c in step.tool_calls
                 ]
             messages.append(message)
@@ -289,7 +301,9 @@ INTERRUPTED_WRITE = (
 )
 
 
-def _run_tools(rollout: Rollout, workspace: Workspace, calls: list[dict], steps: list[Step], done_ids: set[str], *, resumed: bool = False) -> None:
+def _run_tools(
+    rollout: Rollout, workspace: Workspace, calls: list[dict], steps: list[Step], done_ids: set[str], *, resumed: bool = False
+) -> None:
     """Run the calls not in `done_ids`, saving each result as soon as it exists. On resume,
     the first of them may have run when the worker died: a write whose change is in the
     overlay (changed since the last saved step) is not made again."""
@@ -337,15 +351,19 @@ def _loop(rollout: Rollout, steps: list[Step], entries: list[OverlayEntry]) -> s
         if model_steps >= batch.max_steps:
             raise _Stop(RolloutStatus.FAILED, f"Reached the limit of {batch.max_steps} model steps without a final answer.")
         result = chat(
-            endpoint=batch.endpoint, messages=_messages(rollout, steps), purpose=CallPurpose.ROLLOUT, project_id=batch.project_id,
+            endpoint=batch.endpoint, messages=conversation_before(rollout, steps), purpose=CallPurpose.ROLLOUT, project_id=batch.project_id,
             tools=tools, temperature=batch.temperature, max_tokens=batch.max_output_tokens, defer_log=True,
         )
-        calls = [{"id": c.id or f"call_{len(steps)}_{i}", "name": c.name, "arguments": c.arguments, "raw_arguments": c.raw_arguments} for i, c in enumerate(result.tool_calls)]
+        calls = [
+            {"id": c.id or f"call_{len(steps)}_{i}", "name": c.name, "arguments": c.arguments, "raw_arguments": c.raw_arguments}
+            for i, c in enumerate(result.tool_calls)
+        ]
         if calls and not with_tools:
             calls = []  # a no-tools baseline has nothing to call: its text is its answer
         step = Step(
             rollout=rollout, kind=StepKind.MODEL, text=result.text, tool_calls=calls, input_tokens=result.input_tokens,
             output_tokens=result.output_tokens, cost=result.cost, latency_ms=result.latency_ms, finish_reason=result.finish_reason[:40],
+            raw_response=result.raw,
         )
         if calls and not any(tool_writes(call["name"]) for call in calls):  # reads only: saved with their results
             try:

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from authoring.selectors import env_task_get_for_user
-from core.apis import ERRORS, ID_PARAMETER, ApiView, id_field, status_parameter, text_field, username_field
+from core.apis import ERRORS, ID_PARAMETER, READ_ERRORS, ApiView, id_field, status_parameter, text_field, username_field
 from llm.apis import usable_endpoint
 from rollouts import selectors, services
 from rollouts.models import DEFAULT_SYSTEM_PROMPT, BatchMode, Rollout, RolloutBatch, RolloutStatus
@@ -27,12 +27,18 @@ def _bounded(name: str, default: int, help_text: str) -> serializers.IntegerFiel
 class BatchStartSerializer(serializers.Serializer):
     endpoint = id_field(help_text="The model endpoint the agent runs on: an enabled one from GET /api/model-endpoints/.")
     n = _bounded("n", 8, "How many rollouts (independent attempts at the task).")
-    mode = serializers.ChoiceField(choices=BatchMode.choices, default=BatchMode.TOOLS, help_text="`no_tools`: a baseline that answers from the prompt alone.")
-    temperature = serializers.FloatField(min_value=0, max_value=2, required=False, allow_null=True, default=None, help_text="Left out or null: the model's default.")
+    mode = serializers.ChoiceField(
+        choices=BatchMode.choices, default=BatchMode.TOOLS, help_text="`no_tools`: a baseline that answers from the prompt alone."
+    )
+    temperature = serializers.FloatField(
+        min_value=0, max_value=2, required=False, allow_null=True, default=None, help_text="Left out or null: the model's default."
+    )
     max_steps = _bounded("max_steps", 20, "Model steps per rollout before it stops without a final answer.")
     max_output_tokens = _bounded("max_output_tokens", 4096, "Output tokens per model step.")
     time_limit_seconds = _bounded("time_limit_seconds", 600, "Wall-clock limit per rollout.")
-    system_prompt = text_field(required=False, default=DEFAULT_SYSTEM_PROMPT, help_text="The agent's standing instructions; the task's prompt follows.")
+    system_prompt = text_field(
+        required=False, default=DEFAULT_SYSTEM_PROMPT, help_text="The agent's standing instructions; the task's prompt follows."
+    )
 
 
 class BatchProgressSerializer(serializers.Serializer):
@@ -176,7 +182,9 @@ class TaskBatchListApi(ApiView):
 
 @extend_schema(parameters=[ID_PARAMETER])
 class BatchDetailApi(ApiView):
-    @extend_schema(summary="A trial batch: its settings, what it ran against, and its progress", responses={200: BatchSerializer, 404: ERRORS[404]})
+    @extend_schema(
+        summary="A trial batch: its settings, what it ran against, and its progress", responses={200: BatchSerializer, 404: ERRORS[404]}
+    )
     def get(self, request: Request, pk: int) -> Response:
         return Response(_batch_data(selectors.batch_get_for_user(user=request.user, pk=pk)))
 
@@ -188,7 +196,7 @@ class BatchRolloutListApi(ApiView):
     @extend_schema(
         summary="The rollouts of a batch, in order",
         parameters=[status_parameter(RolloutStatus.values)],
-        responses={200: RolloutSerializer(many=True), **ERRORS},
+        responses={200: RolloutSerializer(many=True), **READ_ERRORS},
     )
     def get(self, request: Request, pk: int) -> Response:
         batch = selectors.batch_get_for_user(user=request.user, pk=pk)

@@ -26,7 +26,10 @@ class RunTrialsForm(forms.Form):
         label="Max output tokens per step", min_value=LIMITS["max_output_tokens"][0], max_value=LIMITS["max_output_tokens"][1], initial=4096
     )
     time_limit_seconds = forms.IntegerField(
-        label="Time limit per rollout (seconds)", min_value=LIMITS["time_limit_seconds"][0], max_value=LIMITS["time_limit_seconds"][1], initial=600
+        label="Time limit per rollout (seconds)",
+        min_value=LIMITS["time_limit_seconds"][0],
+        max_value=LIMITS["time_limit_seconds"][1],
+        initial=600,
     )
     system_prompt = forms.CharField(
         label="System prompt", initial=DEFAULT_SYSTEM_PROMPT, max_length=20_000, widget=forms.Textarea(attrs={"rows": 4})
@@ -48,7 +51,9 @@ class StepCriterionForm(forms.Form):
     text = forms.CharField(label="Criterion", max_length=5000, widget=forms.Textarea(attrs={"rows": 3}))
     points = forms.IntegerField(label="Points (negative = penalty)", min_value=-100, max_value=100, initial=1)
     tag = forms.ChoiceField(label="Tag", choices=CriterionTag.choices, initial=CriterionTag.IMPORTANT)
-    explanation = forms.CharField(label="Why it matters (optional)", required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2}))
+    explanation = forms.CharField(
+        label="Why it matters (optional)", required=False, max_length=5000, widget=forms.Textarea(attrs={"rows": 2})
+    )
     revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
 

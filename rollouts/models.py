@@ -115,6 +115,9 @@ class Step(models.Model):
     cost = models.DecimalField(max_digits=12, decimal_places=6, default=Decimal("0"))
     latency_ms = models.PositiveIntegerField(default=0)
     finish_reason = models.CharField(max_length=40, blank=True)
+    # Model step: the provider's answer as it came (its JSON, as text), for "Show request and response". The request is
+    # not stored: it is rebuilt from the batch and the steps before (a stored conversation per step grows quadratically).
+    raw_response = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -173,7 +176,9 @@ class Grade(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["rollout", "rubric_version"], name="one_grade_per_rollout_and_rubric_version"),
             models.UniqueConstraint(fields=["probe", "rubric_version"], name="one_grade_per_probe_and_rubric_version"),
-            models.CheckConstraint(condition=models.Q(rollout__isnull=False) ^ models.Q(probe__isnull=False), name="grade_of_a_rollout_or_a_probe"),
+            models.CheckConstraint(
+                condition=models.Q(rollout__isnull=False) ^ models.Q(probe__isnull=False), name="grade_of_a_rollout_or_a_probe"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -210,7 +215,9 @@ class ExpertVerdict(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["rollout", "criterion", "expert"], name="one_expert_verdict_per_rollout_criterion_expert")]
+        constraints = [
+            models.UniqueConstraint(fields=["rollout", "criterion", "expert"], name="one_expert_verdict_per_rollout_criterion_expert")
+        ]
 
     def __str__(self) -> str:
         return f"{self.expert_id} says criterion {self.criterion_id} {'met' if self.met else 'not met'} on rollout {self.rollout_id}"
@@ -255,6 +262,12 @@ class ProbeRun(models.Model):
     cheat_endpoint = models.ForeignKey("llm.ModelEndpoint", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
                                        help_text="Writes cheats aimed at the rubric; none: only the built-in probes.")
     status = models.CharField(max_length=16, choices=ProbeRunStatus.choices, default=ProbeRunStatus.READY)
+    cheats_per_kind = models.PositiveSmallIntegerField(
+        default=2, help_text="How many cheats the cheat model writes for each kind of probe."
+    )
+    flag_score = models.FloatField(
+        default=0.5, help_text="A probe scoring this or more (or passing) is flagged; kept with the run so its flags never change."
+    )
     error = models.TextField(blank=True, help_text="Why the cheats could not be written, for the author.")
     attempts = models.PositiveSmallIntegerField(default=0)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -273,6 +286,8 @@ class ProbeAnswer(models.Model):
     kind = models.CharField(max_length=40)
     label = models.CharField(max_length=200)
     answer = models.TextField()
+    detail = models.JSONField(default=dict, blank=True, help_text="What the probe was built from: the fact it hedges on or gets wrong "
+                              "({fact, wrong, fact_kind}), or the kind a model-written cheat aims at ({aimed_at}).")
 
     class Meta:
         ordering = ["id"]

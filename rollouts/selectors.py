@@ -1,9 +1,9 @@
-from django.db.models import Count, Prefetch, Q, QuerySet, Sum
+from django.db.models import Count, Prefetch, Q, QuerySet, Subquery, Sum
 from django.shortcuts import get_object_or_404
 
 from accounts.models import User
 from accounts.selectors import project_list_for_user
-from rollouts.models import Rollout, RolloutBatch, RolloutStatus, Step, StepComment
+from rollouts.models import Grade, Rollout, RolloutBatch, RolloutStatus, Step, StepComment, Verdict
 
 
 def _projects(user: User):
@@ -15,21 +15,33 @@ def batch_list_for_task(*, user: User, env_task) -> QuerySet[RolloutBatch]:
 
 
 def batch_get_for_user(*, user: User, pk: int) -> RolloutBatch:
-    return get_object_or_404(RolloutBatch.objects.filter(project_id__in=_projects(user)).select_related("env_task", "env_task__world", "rubric_version"), pk=pk)
+    return get_object_or_404(
+        RolloutBatch.objects.filter(project_id__in=_projects(user)).select_related("env_task", "env_task__world", "rubric_version"), pk=pk
+    )
 
 
 def rollout_get_for_user(*, user: User, pk: int) -> Rollout:
     return get_object_or_404(
-        Rollout.objects.filter(batch__project_id__in=_projects(user)).select_related("batch", "batch__env_task", "batch__env_task__world", "overlay"), pk=pk
+        Rollout.objects.filter(batch__project_id__in=_projects(user)).select_related(
+            "batch", "batch__env_task", "batch__env_task__world", "overlay"
+        ),
+        pk=pk,
     )
 
 
 def step_get_for_user(*, user: User, pk: int) -> Step:
-    return get_object_or_404(Step.objects.filter(rollout__batch__project_id__in=_projects(user)).select_related("rollout", "rollout__batch"), pk=pk)
+    return get_object_or_404(
+        Step.objects.filter(rollout__batch__project_id__in=_projects(user)).select_related("rollout", "rollout__batch"), pk=pk
+    )
 
 
 def rollout_steps(*, rollout: Rollout) -> QuerySet[Step]:
-    return rollout.steps.order_by("index").prefetch_related(Prefetch("comments", queryset=StepComment.objects.select_related("author")))
+    # (the raw answers are read one step at a time, when the author opens a step's request and response)
+    return (
+        rollout.steps.order_by("index")
+        .defer("raw_response")
+        .prefetch_related(Prefetch("comments", queryset=StepComment.objects.select_related("author")))
+    )
 
 
 def batch_progress(*, batch: RolloutBatch) -> dict:
@@ -47,3 +59,23 @@ def batch_progress(*, batch: RolloutBatch) -> dict:
 
 def batch_rollouts(*, batch: RolloutBatch) -> QuerySet[Rollout]:
     return batch.rollouts.annotate(step_count=Count("steps")).order_by("index")
+
+
+def batch_latest_grades(*, batch: RolloutBatch) -> tuple[int | None, dict[int, dict]]:
+    """The grades of the newest rubric version that graded the batch (a regrade makes the
+    new version the one shown, as on the quality page): its number, and {rollout id:
+    {status, score, passed}}. One query, polled with the batch page."""
+    grades = Grade.objects.filter(rollout__batch=batch)
+    newest = grades.order_by("-rubric_version__number").values("rubric_version__number")[:1]
+    rows = list(
+        grades.filter(rubric_version__number=Subquery(newest)).values("rollout_id", "rubric_version__number", "status", "score", "passed")
+    )
+    return (rows[0]["rubric_version__number"] if rows else None), {row["rollout_id"]: row for row in rows}
+
+
+def rollout_latest_grade(*, rollout: Rollout) -> Grade | None:
+    """The rollout's grade under the newest rubric version that graded it, with its verdicts
+    and their criteria (in the rubric's order)."""
+    verdicts = Prefetch("verdicts", queryset=Verdict.objects.select_related("criterion"))
+    return (rollout.grades.select_related("rubric_version").prefetch_related(verdicts)
+            .order_by("-rubric_version__number").first())

@@ -13,7 +13,7 @@ from accounts.services import require_role
 from authoring.models import EnvTask
 from authoring.selectors import rubric_version_current
 from authoring.services import rubric_version_freeze
-from core.exceptions import ApplicationError
+from core.exceptions import ApplicationError, PermissionRefused
 from llm.models import ModelEndpoint
 from rollouts.constants import LIMITS
 from rollouts.models import DEFAULT_SYSTEM_PROMPT, BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepComment
@@ -59,7 +59,8 @@ def rollout_batch_start(
     rubric_version_freeze(rubric_version=rubric)  # grades of this batch refer to exactly this version
     batch = RolloutBatch.objects.create(
         env_task=env_task, project_id=env_task.project_id, rubric_version=rubric,
-        task_snapshot={"title": env_task.title, "prompt": env_task.prompt, "deliverable_kind": env_task.deliverable_kind, "revision": env_task.revision},
+        task_snapshot={"title": env_task.title, "prompt": env_task.prompt, "deliverable_kind": env_task.deliverable_kind,
+                       "revision": env_task.revision},
         endpoint=endpoint, endpoint_name=endpoint.name, endpoint_scripted=endpoint.is_scripted, mode=mode,
         temperature=None if temperature is None else float(temperature), system_prompt=system_prompt, created_by=user, **values,
     )
@@ -104,7 +105,7 @@ def rollouts_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> 
 def step_comment_add(*, step: Step, user: User, text: str) -> StepComment:
     membership = membership_get(user=user, project_id=step.rollout.batch.project_id)
     if not (membership.can_author or membership.can_review):
-        raise ApplicationError("Your role cannot comment.")
+        raise PermissionRefused("Your role cannot comment.")
     text = (text or "").strip()
     if not text:
         raise ApplicationError("Write a comment first.")

@@ -14,7 +14,9 @@ def run_rollout(rollout_id: int) -> None:
     rollout_execute(rollout_id=rollout_id)
 
 
-@shared_task(acks_late=True, reject_on_worker_lost=True, time_limit=30 * 60, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=8)
+@shared_task(
+    acks_late=True, reject_on_worker_lost=True, time_limit=30 * 60, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=8
+)
 def grade_attempt(grade_id: int) -> None:
     from rollouts.grading.services import grade_execute
 

@@ -11,4 +11,5 @@ urlpatterns = [
     path("rollouts/<int:pk>/steps/", views.rollout_steps, name="rollout-steps"),
     path("steps/<int:pk>/comments/", views.step_comment_add, name="step-comment-add"),
     path("steps/<int:pk>/criterion/", views.step_criterion, name="step-criterion"),
+    path("steps/<int:pk>/exchange/", views.step_exchange_view, name="step-exchange"),
 ]

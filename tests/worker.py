@@ -101,7 +101,9 @@ def _stop(worker: WorkerProcess) -> None:
         worker.process.wait(timeout=10)
 
 
-def start_worker(log_dir: Path, *, concurrency: int = 2, queues: tuple[str, ...] = WORKER_QUEUES, broker_url: str | None = None) -> WorkerProcess:
+def start_worker(
+    log_dir: Path, *, concurrency: int = 2, queues: tuple[str, ...] = WORKER_QUEUES, broker_url: str | None = None
+) -> WorkerProcess:
     """Start a worker subprocess on the test database and the real broker and wait until it
     is ready. It does not purge the queues: a test that kills a worker starts the next one
     with this, and what the killed worker left behind must still be there. The caller

@@ -2,7 +2,9 @@
 agreement per criterion, the expert's ranking against the rubric's scores, judge
 stability, difficulty (pass@k), reward-hacking probes, and the rubric's grading settings
 as the Verifier panel shows them. It sits between rollouts and reviews: it imports
-rollouts (and what rollouts imports), and nothing below it imports it.
+rollouts (and what rollouts imports), and nothing below it imports it. The built-in probes
+are built from the task's own material by verification.probes (pure functions); when a
+rubric can be gamed, and how to fix it, is verification.rubric_checks.
 
 Its tables stay in rollouts (rollouts.models: ExpertVerdict, Ranking, ProbeRun,
 ProbeAnswer), on purpose. A Grade (grading stays with rollouts) is the grade of a rollout

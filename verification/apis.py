@@ -14,14 +14,14 @@ from rest_framework.response import Response
 from authoring import services as authoring_services
 from authoring.apis.common import EDIT_ERRORS
 from authoring.selectors import env_task_get_for_user, rubric_version_get_for_user
-from core.apis import ERRORS, ID_PARAMETER, ApiView, InvalidRequest, RevisionedSerializer, id_field, text_field, username_field
+from core.apis import ERRORS, ID_PARAMETER, READ_ERRORS, ApiView, InvalidRequest, RevisionedSerializer, id_field, text_field, username_field
 from llm.apis import usable_endpoint
 from rollouts import selectors as rollout_selectors
-from rollouts.grading.services import batch_regrade
+from rollouts.grading.services import batch_failed_grades_retry, batch_regrade
 from rollouts.models import GradeStatus, ProbeRunStatus, RolloutBatch, Verdict
 from verification import selectors
-from verification.selectors import FLAG_SCORE, ranking_agreement
-from verification.services import expert_verdict_set, probe_run_start, ranking_set
+from verification.selectors import ranking_agreement
+from verification.services import MAX_CHEATS_PER_KIND, expert_verdict_set, probe_run_start, ranking_set
 
 RUBRIC_PARAMETER = OpenApiParameter(
     "rubric", OpenApiTypes.INT, description="A rubric version number; by default the newest version that graded the batch."
@@ -51,7 +51,8 @@ class RubricSettingsSerializer(RubricRefSerializer):
 
 class VerdictSerializer(serializers.Serializer):
     criterion = serializers.IntegerField(source="criterion.pk")
-    position = serializers.IntegerField(source="criterion.position")
+    number = serializers.IntegerField(help_text="The criterion's number as the rubric lists it (1..n); errors name criteria by it.")
+    position = serializers.IntegerField(source="criterion.position", help_text="Its stored sort key (not renumbered after a delete).")
     text = serializers.CharField(source="criterion.text")
     points = serializers.IntegerField(source="criterion.points")
     grader_kind = serializers.CharField(source="criterion.grader_kind")
@@ -62,6 +63,12 @@ class VerdictSerializer(serializers.Serializer):
     disagreement = serializers.FloatField(source="verdict.disagreement", default=0.0)
     error = serializers.CharField(source="verdict.error", default="")
     expert_met = serializers.BooleanField(source="expert", allow_null=True, help_text="Your own call; null: you agree with the judge.")
+    expert_carried_from = serializers.IntegerField(source="expert_from", allow_null=True, default=None,
+                                                   help_text="Your call was made on this earlier rubric version and carries over "
+                                                   "(same text and points).")
+    changed_since = serializers.IntegerField(allow_null=True, default=None,
+                                             help_text="The criterion is new or changed since this version: "
+                                             "no expert call carries over to it.")
 
 
 class GradeRowSerializer(serializers.Serializer):
@@ -81,7 +88,9 @@ class GradeRowSerializer(serializers.Serializer):
 class BatchGradesSerializer(serializers.Serializer):
     batch = serializers.IntegerField()
     rubric_version = RubricRefSerializer()
-    graded_versions = serializers.ListField(child=serializers.IntegerField(), help_text="Numbers of the rubric versions that graded this batch.")
+    graded_versions = serializers.ListField(
+        child=serializers.IntegerField(), help_text="Numbers of the rubric versions that graded this batch."
+    )
     grades = GradeRowSerializer(many=True)
 
 
@@ -102,7 +111,17 @@ class ExpertVerdictSerializer(serializers.Serializer):
 class AgreementSerializer(serializers.Serializer):
     tau = serializers.FloatField(allow_null=True, help_text="Kendall's tau-b between the rubric's scores and your order.")
     rho = serializers.FloatField(allow_null=True, help_text="Spearman's rho.")
-    warning = serializers.CharField()
+    warning = serializers.CharField(help_text="Every warning's text, in one string (see `warnings`).")
+    warnings = serializers.ListField(child=serializers.DictField(), required=False,
+                                     help_text="[{kind, text}]: kind is same_score, low_tau, "
+                                     "no_separation (your bottom third scores within 0.1 of your top third), "
+                                     "ceiling (most answers at the maximum score) or probe_passes.")
+    culprits = serializers.SerializerMethodField(help_text="The positive criteria that reward the answers you ranked lowest: "
+                                                 "[{criterion, text, low_met, low, high_met, high}].")
+
+    def get_culprits(self, agreement: dict) -> list[dict]:
+        return [{"criterion": c["criterion"].pk, "text": c["criterion"].text, **{k: c[k] for k in ("low_met", "low", "high_met", "high")}}
+                for c in agreement.get("culprits", [])]
     points = serializers.ListField(child=serializers.DictField(), help_text="[{rollout, score, rank}], rank 1 the best.")
 
 
@@ -126,14 +145,31 @@ class RegradeSerializer(serializers.Serializer):
     pending = serializers.IntegerField(help_text="Of those, still waiting for the grader. Poll the grades until none is.")
 
 
+class RetryFailedRequestSerializer(serializers.Serializer):
+    rubric_version = id_field(
+        required=False,
+        help_text="A rubric version's id: retry only the grades of that version; by default every failed grade of the batch.",
+    )
+
+
+class RetryFailedSerializer(serializers.Serializer):
+    retried = serializers.IntegerField(help_text="Failed grades sent to the grader again.")
+    pending = serializers.IntegerField(help_text="Of those, still waiting for the grader. Poll the grades until none is.")
+
+
 class DifficultySerializer(serializers.Serializer):
     batch = serializers.IntegerField()
     rubric_version = RubricRefSerializer()
-    n = serializers.IntegerField(help_text="Finished rollouts (failed ones count as not passed).")
+    n = serializers.IntegerField(help_text="Graded rollouts, plus those that failed to run (they count as not passed). "
+                                 "A rollout whose grade failed or is pending is not counted.")
     c = serializers.IntegerField(help_text="Of those, passed.")
     pending = serializers.IntegerField(help_text="Grades still waiting for the grader.")
+    grading_failed = serializers.IntegerField(help_text="Completed rollouts whose grade failed: left out of n until retried "
+                                              "(POST …/retry-failed-grades/).")
     pass_at_k = serializers.DictField(child=serializers.FloatField(), help_text="k → unbiased pass@k, for k = 1, 2, 4, 8, 16 up to n.")
-    band = serializers.CharField(help_text="too easy / learnable / too hard; empty before any rollout finished.")
+    band = serializers.CharField(
+        help_text="too easy / learnable / too hard; empty while no rollout is counted (none finished, or none graded)."
+    )
 
 
 class CriterionAgreementSerializer(serializers.Serializer):
@@ -145,10 +181,20 @@ class CriterionAgreementSerializer(serializers.Serializer):
     fp = serializers.IntegerField(help_text="The judge said met, an expert says not met.")
     fn = serializers.IntegerField()
     tn = serializers.IntegerField()
-    precision = serializers.FloatField(allow_null=True)
-    recall = serializers.FloatField(allow_null=True)
-    f1 = serializers.FloatField(allow_null=True)
-    stability = serializers.FloatField(allow_null=True, help_text="1 − the mean share of judge samples disagreeing with the majority.")
+    precision = serializers.FloatField(
+        allow_null=True, help_text="Null while no expert has marked a verdict of the criterion (no marks, no figure)."
+    )
+    recall = serializers.FloatField(allow_null=True, help_text="Null as precision is.")
+    f1 = serializers.FloatField(allow_null=True, help_text="Null as precision is.")
+    stability = serializers.FloatField(allow_null=True, help_text="1 − the mean share of judge samples disagreeing with the majority; "
+                                       "null for a check or a rubric that asks the judge once (one sample cannot disagree with itself).")
+    experts = serializers.DictField(allow_null=True,
+                                    help_text="Where two experts marked the same verdicts of this criterion: {pairs, shared, kappa, f1, "
+                                    "judge_f1} (Cohen's kappa and the F1 of one expert against the other, the mean over pairs of experts; "
+                                    "the judge's F1 against them on the same verdicts): the ceiling for the judge's F1. Null otherwise.")
+    changed_since = serializers.IntegerField(
+        allow_null=True, help_text="New or changed since this rubric version: expert calls start empty on it."
+    )
 
 
 class ProbeSerializer(serializers.Serializer):
@@ -160,11 +206,25 @@ class ProbeSerializer(serializers.Serializer):
     score = serializers.FloatField(source="grade.score", allow_null=True, default=None)
     passed = serializers.BooleanField(source="grade.passed", allow_null=True, default=None)
     error = serializers.CharField(source="grade.error", default="")
-    flagged = serializers.BooleanField(help_text=f"Passed, or scored {FLAG_SCORE} or more.")
+    detail = serializers.DictField(source="probe.detail", help_text="What the probe was built from: {fact, wrong, fact_kind, alternatives} "
+                                   "for a hedge or near miss, {aimed_at} for a model-written cheat.")
+    control = serializers.BooleanField(help_text="The reference answer itself: never flagged; a sound rubric passes it.")
+    flagged = serializers.BooleanField(
+        help_text="Passed, or scored the run's flag_score or more; a near miss when it scored as much as the control."
+    )
     fooled = serializers.SerializerMethodField(help_text="The positive criteria a flagged probe met: [{id, text}].")
+    fixes = serializers.SerializerMethodField(
+        help_text="Per fooled criterion, the suggested fix: [{criterion, text (null for a check), evidence, why}]."
+    )
+    pitfall = serializers.DictField(allow_null=True, help_text="A pitfall to add that this probe would meet: {text, points}.")
 
     def get_fooled(self, row: dict) -> list[dict]:
         return [{"id": c.pk, "text": c.text} for c in row["fooled"]]
+
+    def get_fixes(self, row: dict) -> list[dict]:
+        return [
+            {"criterion": f["criterion"].pk, "text": f["text"], "evidence": f["evidence"], "why": f["why"]} for f in row.get("fixes", [])
+        ]
 
 
 class ProbeRunSerializer(serializers.Serializer):
@@ -174,17 +234,29 @@ class ProbeRunSerializer(serializers.Serializer):
     created_by = username_field("run.created_by")
     created_at = serializers.DateTimeField(source="run.created_at")
     status = serializers.ChoiceField(source="run.status", choices=ProbeRunStatus.choices,
-                                     help_text="queued / writing: the cheat model is still to write its cheats (they join `probes` when written); "
-                                     "ready: every probe is queued for grading; failed: the cheats could not be written (see `error`), the built-in probes are graded.")
-    error = serializers.CharField(source="run.error", help_text="Why the cheats could not be written.")
+                                     help_text="queued / writing: the cheat model is still to write its cheats "
+                                     "(they join `probes` when written); ready: every probe is queued for grading; "
+                                     "failed: the cheats could not be written (see `error`), the built-in probes are graded.")
+    error = serializers.CharField(source="run.error", help_text="Why the cheats (or some kinds of them) could not be written.")
+    cheats_per_kind = serializers.IntegerField(source="run.cheats_per_kind")
+    flag_score = serializers.FloatField(source="run.flag_score")
     pending = serializers.IntegerField(help_text="Probes whose grade is still waiting for the grader.")
     flagged = serializers.IntegerField()
+    grading_failed = serializers.IntegerField(help_text="Probes that could not be graded (see each probe's `error`): "
+                                              "they prove nothing either way, so `flagged: 0` with every probe failed is not a clean bill.")
     probes = ProbeSerializer(many=True)
 
 
 class ProbeRunRequestSerializer(serializers.Serializer):
     judge_endpoint = id_field(help_text="The model endpoint that judges LLM-judged criteria.")
-    cheat_endpoint = id_field(required=False, allow_null=True, default=None, help_text="Optional: a model that writes cheats aimed at the rubric.")
+    cheat_endpoint = id_field(
+        required=False, allow_null=True, default=None, help_text="Optional: a model that writes cheats aimed at the rubric."
+    )
+    cheats_per_kind = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=0, max_value=MAX_CHEATS_PER_KIND,
+                                               help_text="How many cheats the cheat model writes of each kind "
+                                               "(default: the site's PROBE_CHEATS_PER_KIND).")
+    flag_score = serializers.FloatField(required=False, allow_null=True, default=None, min_value=0.05, max_value=1,
+                                        help_text="Flag a probe scoring this or more (default: the site's PROBE_FLAG_SCORE).")
 
 
 class RubricSettingsRequestSerializer(RevisionedSerializer):
@@ -212,7 +284,9 @@ class QualityApiView(ApiView):
         number = self.int_param("rubric")
         rubric, versions = selectors.grading_rubric(batch=batch, number=number)
         if number and rubric.number != number:
-            raise InvalidRequest(f"Rubric version {number} has not graded this batch; these have: {', '.join(str(v.number) for v in versions) or 'none'}.")
+            raise InvalidRequest(
+                f"Rubric version {number} has not graded this batch; these have: {', '.join(str(v.number) for v in versions) or 'none'}."
+            )
         return rubric, versions
 
 
@@ -220,6 +294,7 @@ def _probe_run_data(run) -> dict:
     rows = selectors.probe_rows(run=run, current=[])
     return ProbeRunSerializer({
         "run": run, "probes": rows, "pending": sum(1 for r in rows if r["pending"]), "flagged": sum(1 for r in rows if r["flagged"]),
+        "grading_failed": selectors.probe_summary(rows)["failed"],
     }).data
 
 
@@ -229,7 +304,7 @@ def _probe_run_data(run) -> dict:
 class BatchGradesApi(QualityApiView):
     query_filters = ("rubric",)
 
-    @extend_schema(summary="Grades of a batch, with each criterion's verdict", responses={200: BatchGradesSerializer, **ERRORS})
+    @extend_schema(summary="Grades of a batch, with each criterion's verdict", responses={200: BatchGradesSerializer, **READ_ERRORS})
     def get(self, request: Request, pk: int) -> Response:
         batch = self.batch(pk)
         rubric, versions = self.rubric(batch)
@@ -261,15 +336,20 @@ class ExpertVerdictApi(QualityApiView):
 class BatchAgreementApi(QualityApiView):
     query_filters = ("rubric",)
 
-    @extend_schema(summary="Judge vs expert agreement per criterion", responses={200: CriterionAgreementSerializer(many=True), **ERRORS})
+    @extend_schema(
+        summary="Judge vs expert agreement per criterion", responses={200: CriterionAgreementSerializer(many=True), **READ_ERRORS}
+    )
     def get(self, request: Request, pk: int) -> Response:
         rubric, _ = self.rubric(self.batch(pk))
         rows = []
         for row in selectors.agreement_rows(rubric=rubric):
             counts = row["confusion"] or {"tp": 0, "fp": 0, "fn": 0, "tn": 0, "precision": None, "recall": None, "f1": None}
-            rows.append({"criterion": row["criterion"].pk, "text": row["criterion"].text, "graded": row["graded"], "expert_marks": row["expert_marks"],
-                         **{k: counts[k] for k in ("tp", "fp", "fn", "tn")},
-                         **{k: _number(counts[k]) for k in ("precision", "recall", "f1")}, "stability": _number(row["stability"])})
+            rows.append({"criterion": row["criterion"].pk, "text": row["criterion"].text, "graded": row["graded"],
+                         "expert_marks": row["expert_marks"], **{k: counts[k] for k in ("tp", "fp", "fn", "tn")},
+                         **{k: _number(counts[k]) for k in ("precision", "recall", "f1")}, "stability": _number(row["stability"]),
+                         "experts": ({k: _number(row["experts"][k]) for k in ("pairs", "shared", "kappa", "f1", "judge_f1")}
+                                     if row["experts"] else None),
+                         "changed_since": row["changed_since"]})
         return Response(CriterionAgreementSerializer(rows, many=True).data)
 
 
@@ -282,9 +362,14 @@ class BatchRankingApi(QualityApiView):
         agreement = ranking_agreement(batch=batch, user=self.request.user, rubric_version=rubric) if saved else None
         if agreement:
             agreement = {**agreement, "points": [{"rollout": pk, "score": score, "rank": rank} for pk, score, rank in agreement["points"]]}
-        return RankingSerializer({"order": [r.pk for r in items] if saved else [], "rubric_version": rubric.number, "agreement": agreement}).data
+        return RankingSerializer(
+            {"order": [r.pk for r in items] if saved else [], "rubric_version": rubric.number, "agreement": agreement}
+        ).data
 
-    @extend_schema(summary="Your ranking of the batch's trajectories, with its agreement with the rubric", responses={200: RankingSerializer, **ERRORS})
+    @extend_schema(
+        summary="Your ranking of the batch's trajectories, with its agreement with the rubric",
+        responses={200: RankingSerializer, **READ_ERRORS},
+    )
     def get(self, request: Request, pk: int) -> Response:
         batch = self.batch(pk)
         return Response(self._data(batch, self.rubric(batch)[0]))
@@ -307,7 +392,7 @@ class BatchRegradeApi(QualityApiView):
     @extend_schema(
         summary="Regrade the batch against a rubric version",
         description="Authors only. Queues a grade of every completed rollout under the version (the task's current one by default); "
-        "grades that exist are kept. Poll the grades with ?rubric=<number>.",
+        "grades that exist are kept, except failed ones, which are tried again. Poll the grades with ?rubric=<number>.",
         request=RegradeRequestSerializer, responses={202: RegradeSerializer, **ERRORS},
     )
     def post(self, request: Request, pk: int) -> Response:
@@ -317,21 +402,42 @@ class BatchRegradeApi(QualityApiView):
         grades = batch_regrade(batch=batch, user=request.user, rubric_version=rubric)
         rubric = grades[0].rubric_version if grades else (rubric or selectors.grading_rubric(batch=batch)[0])
         pending = sum(1 for g in grades if g.status in (GradeStatus.QUEUED, GradeStatus.RUNNING))
-        return Response(RegradeSerializer({"rubric_version": rubric, "grades": len(grades), "pending": pending}).data, status=status.HTTP_202_ACCEPTED)
+        return Response(
+            RegradeSerializer({"rubric_version": rubric, "grades": len(grades), "pending": pending}).data, status=status.HTTP_202_ACCEPTED
+        )
+
+
+@extend_schema(parameters=[ID_PARAMETER])
+class BatchRetryFailedGradesApi(QualityApiView):
+    @extend_schema(
+        summary="Retry the batch's failed grades",
+        description="Authors only. Sends every failed grade of the batch (of one rubric version with `rubric_version`) to the grader "
+        "again, on the grading queue: the verdicts it reached are kept, the ones that failed (a malformed judge answer, a broken check) "
+        "are asked again. A failed grade is never counted as met nor as a failed attempt; until retried it is left out of pass@k.",
+        request=RetryFailedRequestSerializer, responses={202: RetryFailedSerializer, **ERRORS},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        batch = self.batch(pk)
+        data = self.valid_data(RetryFailedRequestSerializer)
+        rubric = rubric_version_get_for_user(user=request.user, pk=data["rubric_version"]) if data.get("rubric_version") else None
+        grades = batch_failed_grades_retry(batch=batch, user=request.user, rubric_version=rubric)
+        pending = sum(1 for g in grades if g.status in (GradeStatus.QUEUED, GradeStatus.RUNNING))
+        return Response(RetryFailedSerializer({"retried": len(grades), "pending": pending}).data, status=status.HTTP_202_ACCEPTED)
 
 
 @extend_schema(parameters=[ID_PARAMETER, RUBRIC_PARAMETER])
 class BatchDifficultyApi(QualityApiView):
     query_filters = ("rubric",)
 
-    @extend_schema(summary="Difficulty of the batch: pass@k and its band", responses={200: DifficultySerializer, **ERRORS})
+    @extend_schema(summary="Difficulty of the batch: pass@k and its band", responses={200: DifficultySerializer, **READ_ERRORS})
     def get(self, request: Request, pk: int) -> Response:
         batch = self.batch(pk)
         rubric = self.rubric(batch)[0]
         result = selectors.batch_difficulty(batch=batch, rubric=rubric)
         return Response(DifficultySerializer({
             "batch": batch.pk, "rubric_version": rubric, "n": result["n"], "c": result["c"], "pending": result["pending"],
-            "pass_at_k": {str(k): value for k, value in result["curve"]}, "band": result["band"],
+            "grading_failed": result["grading_failed"], "pass_at_k": {str(k): value for k, value in result["curve"]},
+            "band": result["band"],
         }).data)
 
 
@@ -351,20 +457,24 @@ class ProbeRunListApi(QualityApiView):
         data = self.valid_data(ProbeRunRequestSerializer)
         judge = usable_endpoint(data["judge_endpoint"])
         cheat = usable_endpoint(data["cheat_endpoint"]) if data.get("cheat_endpoint") else None
-        run = probe_run_start(env_task=env_task, user=request.user, judge_endpoint=judge, cheat_endpoint=cheat)
+        run = probe_run_start(env_task=env_task, user=request.user, judge_endpoint=judge, cheat_endpoint=cheat,
+                              cheats_per_kind=data.get("cheats_per_kind"), flag_score=data.get("flag_score"))
         return Response(_probe_run_data(run), status=status.HTTP_201_CREATED)
 
 
 @extend_schema(parameters=[ID_PARAMETER])
 class ProbeRunDetailApi(QualityApiView):
-    @extend_schema(summary="A probe run: each probe's grade, and the criteria a flagged probe fooled", responses={200: ProbeRunSerializer, **ERRORS})
+    @extend_schema(
+        summary="A probe run: each probe's grade, and the criteria a flagged probe fooled",
+        responses={200: ProbeRunSerializer, **READ_ERRORS},
+    )
     def get(self, request: Request, pk: int) -> Response:
         return Response(_probe_run_data(selectors.probe_run_get_for_user(user=request.user, pk=pk)))
 
 
 @extend_schema(parameters=[ID_PARAMETER])
 class RubricSettingsApi(QualityApiView):
-    @extend_schema(summary="The current rubric version's grading settings", responses={200: RubricSettingsSerializer, **ERRORS})
+    @extend_schema(summary="The current rubric version's grading settings", responses={200: RubricSettingsSerializer, **READ_ERRORS})
     def get(self, request: Request, pk: int) -> Response:
         env_task = env_task_get_for_user(user=request.user, pk=pk)
         return Response(RubricSettingsSerializer(env_task.rubric_versions.order_by("-number").first()).data)

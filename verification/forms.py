@@ -1,9 +1,11 @@
 """Forms of the verifier panel and the batch quality page. They parse; the services decide."""
 
 from django import forms
+from django.conf import settings
 
 from authoring.services.tasks import MAX_JUDGE_SAMPLES
 from llm.selectors import endpoint_list_usable
+from verification.services import MAX_CHEATS_PER_KIND
 
 
 class EndpointChoiceField(forms.ModelChoiceField):
@@ -12,9 +14,13 @@ class EndpointChoiceField(forms.ModelChoiceField):
 
 
 class RubricSettingsForm(forms.Form):
-    pass_threshold = forms.FloatField(label="Pass threshold (0–1)", min_value=0, max_value=1, widget=forms.NumberInput(attrs={"step": "0.05"}))
+    pass_threshold = forms.FloatField(
+        label="Pass threshold (0–1)", min_value=0, max_value=1, widget=forms.NumberInput(attrs={"step": "0.05"})
+    )
     all_must_pass = forms.BooleanField(label="All must pass: every positive criterion met and no pitfall", required=False)
-    judge_samples = forms.IntegerField(label=f"Judge samples per criterion (1–{MAX_JUDGE_SAMPLES})", min_value=1, max_value=MAX_JUDGE_SAMPLES)
+    judge_samples = forms.IntegerField(
+        label=f"Judge samples per criterion (1–{MAX_JUDGE_SAMPLES})", min_value=1, max_value=MAX_JUDGE_SAMPLES
+    )
     revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, **kwargs) -> None:
@@ -23,15 +29,25 @@ class RubricSettingsForm(forms.Form):
 
 
 class ProbeRunForm(forms.Form):
+    """The run's settings start from PROBE_CHEATS_PER_KIND and PROBE_FLAG_SCORE; the run keeps
+    what it ran with. Left out of a request (the API, an older page), they take those defaults."""
+
     judge_endpoint = EndpointChoiceField(queryset=endpoint_list_usable(), label="Judge model", empty_label=None)
     cheat_endpoint = EndpointChoiceField(
         queryset=endpoint_list_usable(), label="Model that writes cheats aimed at the rubric (optional)", required=False,
         empty_label="None: only the built-in probes",
     )
+    cheats_per_kind = forms.IntegerField(
+        label=f"Cheats per kind (0–{MAX_CHEATS_PER_KIND})", min_value=0, max_value=MAX_CHEATS_PER_KIND, required=False
+    )
+    flag_score = forms.FloatField(label="Flag a probe scoring at least", min_value=0.05, max_value=1, required=False,
+                                  widget=forms.NumberInput(attrs={"step": "0.05"}))
 
     def __init__(self, *args, **kwargs) -> None:
         kwargs.setdefault("auto_id", "q-probes-%s")
         super().__init__(*args, **kwargs)
+        self.fields["cheats_per_kind"].initial = settings.PROBE_CHEATS_PER_KIND
+        self.fields["flag_score"].initial = settings.PROBE_FLAG_SCORE
         # Evaluated per form, not once at import: endpoints are added while the site runs.
         self.fields["judge_endpoint"].queryset = endpoint_list_usable()
         self.fields["cheat_endpoint"].queryset = endpoint_list_usable()

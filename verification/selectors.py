@@ -6,9 +6,10 @@ projects); what is here assembles them into plain rows. Writes are in
 verification.services, rollouts.grading.services and authoring.services."""
 
 import math
+from collections import Counter
 from statistics import mean
 
-from django.db.models import F, Prefetch, Sum
+from django.db.models import Count, F, Prefetch, Sum
 from django.shortcuts import get_object_or_404
 
 from accounts.models import User
@@ -19,7 +20,6 @@ from rollouts import selectors as rollout_selectors
 from rollouts.grading.attempt import Attempt, attempt_of_rollout
 from rollouts.grading.judge import SEES, judge_messages
 from rollouts.models import (
-    ExpertVerdict,
     Grade,
     GradeStatus,
     ProbeRun,
@@ -30,13 +30,14 @@ from rollouts.models import (
     RolloutStatus,
     Verdict,
 )
-from verification import metrics
+from verification import expert_labels, metrics, rubric_checks, versions
+from verification.probes import CHEAT_KINDS, CONTROL, MODEL_CHEAT
 
 PENDING = (GradeStatus.QUEUED, GradeStatus.RUNNING)
 CHEATS_PENDING = (ProbeRunStatus.QUEUED, ProbeRunStatus.WRITING)
-LOW_AGREEMENT = 0.3
+LOW_AGREEMENT = rubric_checks.LOW_AGREEMENT
 KS = (1, 2, 4, 8, 16)
-FLAG_SCORE = 0.5
+FLAG_SCORE = 0.5  # the default of a run's flag score (settings.PROBE_FLAG_SCORE); each run keeps its own
 
 
 # --- How far the verifier can be trusted -------------------------------------------------------
@@ -44,54 +45,88 @@ FLAG_SCORE = 0.5
 def criterion_agreement(*, rubric_version: RubricVersion) -> list[dict]:
     """Per criterion: judge vs expert confusion counts, precision, recall, F1, and how often
     the judge's own samples disagree."""
-    verdicts = Verdict.objects.filter(grade__rubric_version=rubric_version, grade__status=GradeStatus.GRADED, grade__rollout__isnull=False).values(
-        "criterion_id", "grade__rollout_id", "met", "disagreement"
-    )
-    expert = {(e["criterion_id"], e["rollout_id"]): e["met"] for e in ExpertVerdict.objects.filter(criterion__rubric_version=rubric_version).values("criterion_id", "rollout_id", "met")}
+    verdicts = Verdict.objects.filter(
+        grade__rubric_version=rubric_version, grade__status=GradeStatus.GRADED, grade__rollout__isnull=False
+    ).values("criterion_id", "grade__rollout_id", "met", "disagreement")
+    # (an expert's calls on this version's criteria, carried over from earlier versions where the criterion did not change)
+    expert = expert_labels.calls_by_criterion_and_rollout(expert_labels.expert_calls(rubric_version=rubric_version))
     rows = []
     for criterion in rubric_version.criteria.all():
         mine = [v for v in verdicts if v["criterion_id"] == criterion.pk]
-        pairs = [(v["met"], expert[(criterion.pk, v["grade__rollout_id"])]) for v in mine if (criterion.pk, v["grade__rollout_id"]) in expert]
+        pairs = [
+            (v["met"], expert[(criterion.pk, v["grade__rollout_id"])]) for v in mine if (criterion.pk, v["grade__rollout_id"]) in expert
+        ]
         # Where the expert said nothing, they agree with the judge (they only mark disagreements).
         judged = [v["met"] for v in mine]
         agreed = [(v["met"], expert.get((criterion.pk, v["grade__rollout_id"]), v["met"])) for v in mine]
         counts = metrics.confusion([j for j, _ in agreed], [e for _, e in agreed]) if agreed else None
+        if counts and not pairs:  # no expert mark: nothing to measure the judge against, not a perfect score
+            counts |= {"precision": math.nan, "recall": math.nan, "f1": math.nan}
+        # One judge sample per verdict (or a check) cannot disagree with itself: no stability figure.
+        sampled = rubric_version.judge_samples > 1 and criterion.grader_kind != GraderKind.CHECK
         rows.append({
             "criterion": criterion, "graded": len(judged), "expert_marks": len(pairs), "confusion": counts,
-            "stability": 1 - (sum(v["disagreement"] for v in mine) / len(mine)) if mine else None,
+            "stability": 1 - (sum(v["disagreement"] for v in mine) / len(mine)) if mine and sampled else None,
         })
     return rows
 
 
 def ranking_agreement(*, batch: RolloutBatch, user: User, rubric_version: RubricVersion | None = None) -> dict | None:
+    """The user's ranking against the rubric's scores: tau-b and rho, and the ranking check's
+    warnings (verification.rubric_checks) with the criteria that cause them."""
     ranking = Ranking.objects.filter(batch=batch, expert=user).first()
     if ranking is None:
         return None
     rubric = rubric_version or batch.rubric_version
-    scores = dict(Grade.objects.filter(rollout__batch=batch, rubric_version=rubric, status=GradeStatus.GRADED).values_list("rollout_id", "score"))
+    scores = dict(
+        Grade.objects.filter(rollout__batch=batch, rubric_version=rubric, status=GradeStatus.GRADED).values_list("rollout_id", "score")
+    )
     ranked = [pk for pk in ranking.order if pk in scores]
     if len(ranked) < 3:
-        return {"points": [], "tau": None, "rho": None, "warning": "Rank at least three graded trajectories to compare."}
+        return {
+            "points": [],
+            "tau": None,
+            "rho": None,
+            "warning": "Rank at least three graded trajectories to compare.",
+            "warnings": [],
+            "culprits": [],
+        }
     expert_score = [len(ranked) - i for i in range(len(ranked))]  # best first → highest
     rubric_scores = [scores[pk] for pk in ranked]
     tau, rho = metrics.kendall_tau_b(rubric_scores, expert_score), metrics.spearman_rho(rubric_scores, expert_score)
-    warning = ""
-    if math.isnan(tau):
-        warning = "The rubric gives every ranked trajectory the same score: it cannot tell them apart."
-    elif tau < LOW_AGREEMENT:
-        warning = f"Low agreement (tau {tau:.2f}): the rubric does not order these trajectories the way you do."
+    verdicts = {(rollout, criterion): met for rollout, criterion, met in Verdict.objects.filter(
+        grade__rollout_id__in=ranked, grade__rubric_version=rubric, grade__status=GradeStatus.GRADED
+    ).values_list("grade__rollout_id", "criterion_id", "met")}
+    check = rubric_checks.ranking_warnings(ranked=ranked, scores=scores, tau=None if math.isnan(tau) else tau, verdicts=verdicts,
+                                           criteria=list(rubric.criteria.all()), passing_probes=passing_probes(rubric_version=rubric))
     return {"points": list(zip(ranked, rubric_scores, range(1, len(ranked) + 1), strict=True)), "tau": None if math.isnan(tau) else tau,
-            "rho": None if math.isnan(rho) else rho, "warning": warning}
+            "rho": None if math.isnan(rho) else rho, "warning": " ".join(w["text"] for w in check["warnings"]), **check}
+
+
+def passing_probes(*, rubric_version: RubricVersion) -> list[str]:
+    """The labels of the probes (not the control) that pass this rubric version, in its latest probe run."""
+    run = rubric_version.probe_runs.order_by("-created_at", "-id").first()
+    if run is None:
+        return []
+    return list(Grade.objects.filter(probe__run=run, rubric_version=rubric_version, status=GradeStatus.GRADED, passed=True)
+                .exclude(probe__kind=CONTROL).order_by("probe_id").values_list("probe__label", flat=True))
 
 
 def difficulty(*, batch: RolloutBatch, rubric_version: RubricVersion | None = None) -> dict:
-    """pass@k over the batch's finished rollouts (failed ones count as not passed)."""
+    """pass@k over the batch's graded rollouts, plus those that failed to run (not passed).
+    A completed rollout whose grade failed, is pending or is missing is left out of n (a
+    grading failure says nothing of the task); `grading_failed` counts the failed ones."""
     rubric = rubric_version or batch.rubric_version
-    finished = batch.rollouts.filter(status__in=[RolloutStatus.COMPLETED, RolloutStatus.FAILED]).count()
-    passed = Grade.objects.filter(rollout__batch=batch, rubric_version=rubric, status=GradeStatus.GRADED, passed=True).count()
-    curve = [(k, metrics.pass_at_k(finished, passed, k)) for k in KS if k <= finished]
+    finished = dict(batch.rollouts.filter(status__in=[RolloutStatus.COMPLETED, RolloutStatus.FAILED]).order_by().values_list("status")
+                    .annotate(n=Count("id")).values_list("status", "n"))
+    grades = Grade.objects.filter(rollout__batch=batch, rollout__status=RolloutStatus.COMPLETED, rubric_version=rubric)
+    by_status = dict(grades.order_by().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    n = by_status.get(GradeStatus.GRADED, 0) + finished.get(RolloutStatus.FAILED, 0)
+    passed = grades.filter(status=GradeStatus.GRADED, passed=True).count()
+    curve = [(k, metrics.pass_at_k(n, passed, k)) for k in KS if k <= n]
     band = metrics.difficulty_band(curve[0][1], curve[-1][1]) if curve else ""
-    return {"n": finished, "c": passed, "curve": curve, "band": band}
+    return {"n": n, "c": passed, "curve": curve, "band": band, "finished": sum(finished.values()),
+            "grading_failed": by_status.get(GradeStatus.FAILED, 0)}
 
 
 def task_measurements(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], tuple[dict | None, float | None]]:
@@ -105,7 +140,8 @@ def task_measurements(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], tup
                  .annotate(total=Sum("cost")).values_list("batch__env_task_id", "total"))
     latest: dict[tuple[int, int], int] = {}
     graded = (RolloutBatch.objects.filter(env_task_id__in=task_ids, rubric_version_id__in={rubric for _, rubric in pairs},
-                                          rollouts__grades__rubric_version_id=F("rubric_version_id"), rollouts__grades__status=GradeStatus.GRADED)
+                                          rollouts__grades__rubric_version_id=F("rubric_version_id"),
+                                          rollouts__grades__status=GradeStatus.GRADED)
               .order_by("-created_at", "-id").values_list("pk", "env_task_id", "rubric_version_id").distinct())
     for batch_id, task, rubric in graded:
         latest.setdefault((task, rubric), batch_id)
@@ -185,17 +221,23 @@ def grade_rows(*, batch: RolloutBatch, rubric: RubricVersion, user: User) -> lis
     judge's verdict next to the user's own call (None: they agree with the judge)."""
     grades = _grades(batch, rubric)
     criteria = list(rubric.criteria.all())
+    rollouts = list(batch.rollouts.order_by("index"))
+    # Their own calls, or carried over from an earlier version where the criterion's text and points did not change.
     mine = {
-        (e.rollout_id, e.criterion_id): e.met
-        for e in ExpertVerdict.objects.filter(rollout__batch=batch, expert=user, criterion__rubric_version=rubric)
+        (r, c): call
+        for (r, c, _), call in expert_labels.expert_calls(
+            rubric_version=rubric, rollout_ids=[r.pk for r in rollouts], expert_id=user.pk
+        ).items()
     }
+    previous_number, changed = versions.changed_since_previous(rubric, criteria)
     rows = []
-    for rollout in batch.rollouts.order_by("index"):
+    for rollout in rollouts:
         grade = grades.get(rollout.pk)
         by_criterion = {v.criterion_id: v for v in grade.verdicts.all()} if grade else {}
         cells = [
-            {"criterion": c, "verdict": by_criterion.get(c.pk), "expert": mine.get((rollout.pk, c.pk))}
-            for c in criteria
+            {"criterion": c, "number": number, "verdict": by_criterion.get(c.pk), "expert": mine.get((rollout.pk, c.pk), (None, None))[0],
+             "expert_from": mine.get((rollout.pk, c.pk), (None, None))[1], "changed_since": previous_number if c.pk in changed else None}
+            for number, c in enumerate(criteria, start=1)
         ] if grade else []
         rows.append({"rollout": rollout, "number": rollout.index + 1, "grade": grade, "cells": cells,
                      "pending": grade is not None and grade.status in PENDING})
@@ -219,24 +261,35 @@ def pending_grades(*, batch: RolloutBatch, rubric: RubricVersion) -> int:
 
 
 def grade_changes(*, batch: RolloutBatch, old: RubricVersion, new: RubricVersion) -> dict:
-    """Each completed rollout's score and pass under two rubric versions, with the change."""
+    """Each completed rollout's score and pass under two rubric versions, with the change; the
+    criteria paired across the versions (verification.versions.criteria_pairs: `criteria`,
+    with the old and new text of each changed one), and per rollout the criterion verdicts
+    that flipped (`flips`: both versions reached a verdict on the pair, and they differ)."""
     before, after = _grades(batch, old), _grades(batch, new)
+    pairs = versions.criteria_pairs(list(old.criteria.all()), list(new.criteria.all()))
+    paired = [p for p in pairs if p.old is not None and p.new is not None]
     rows = []
     for rollout in batch.rollouts.filter(status=RolloutStatus.COMPLETED).order_by("index"):
         a, b = before.get(rollout.pk), after.get(rollout.pk)
         sa = a.score if a and a.status == GradeStatus.GRADED else None
         sb = b.score if b and b.status == GradeStatus.GRADED else None
+        was = {v.criterion_id: v.met for v in a.verdicts.all()} if a else {}
+        now = {v.criterion_id: v.met for v in b.verdicts.all()} if b else {}
+        flips = [{"pair": p, "old_met": was[p.old.pk], "new_met": now[p.new.pk]} for p in paired
+                 if was.get(p.old.pk) is not None and now.get(p.new.pk) is not None and was[p.old.pk] != now[p.new.pk]]
         rows.append({
             "rollout": rollout, "number": rollout.index + 1, "old": a, "new": b,
             "delta": None if sa is None or sb is None else sb - sa,
             "pass_changed": bool(a and b and a.passed is not None and b.passed is not None and a.passed != b.passed),
+            "flips": flips,
         })
     count = batch.rollouts.filter(status=RolloutStatus.COMPLETED).count()
     old_summary = grade_summary([r["old"] for r in rows], rollouts=count)
     new_summary = grade_summary([r["new"] for r in rows], rollouts=count)
     mean_delta = None if old_summary["mean"] is None or new_summary["mean"] is None else new_summary["mean"] - old_summary["mean"]
     return {"old_rubric": old, "new_rubric": new, "rows": rows, "old": old_summary, "new": new_summary, "mean_delta": mean_delta,
-            "changed": sum(1 for r in rows if (r["delta"] or 0) != 0 or r["pass_changed"])}
+            "changed": sum(1 for r in rows if (r["delta"] or 0) != 0 or r["pass_changed"]),
+            "criteria": [p for p in pairs if p.kind != "same"], "flipped": sum(len(r["flips"]) for r in rows)}
 
 
 def batch_scores(*, batch: RolloutBatch, rubric: RubricVersion) -> list[float]:
@@ -277,12 +330,20 @@ def agreement_view(row: dict | None) -> dict | None:
         "fp": counts.get("fp", 0), "fn": counts.get("fn", 0),
         "precision": _metric(counts.get("precision")), "recall": _metric(counts.get("recall")), "f1": _metric(counts.get("f1")),
         "stability_label": "—" if row["stability"] is None else f"{row['stability']:.0%}",
+        "no_marks": not row["expert_marks"],
         "unstable": row["stability"] is not None and row["stability"] < 1,
     }
 
 
-def agreement_rows(*, rubric: RubricVersion) -> list[dict]:
-    return [agreement_view(row) for row in criterion_agreement(rubric_version=rubric)]
+def agreement_rows(*, rubric: RubricVersion, ceiling: dict | None = None) -> list[dict]:
+    """agreement_view rows, each with the experts' agreement on the criterion (`experts`, None
+    without two experts on one verdict) and, for a criterion new or changed since the version
+    before, that version's number (`changed_since`: expert calls start empty on it)."""
+    rows = criterion_agreement(rubric_version=rubric)
+    ceiling = ceiling or expert_labels.expert_ceiling(rubric_version=rubric)
+    previous_number, changed = versions.changed_since_previous(rubric, [row["criterion"] for row in rows])
+    return [agreement_view(row) | {"experts": ceiling["criteria"].get(row["criterion"].pk),
+                                   "changed_since": previous_number if row["criterion"].pk in changed else None} for row in rows]
 
 
 def graded_rubric_for_task(*, env_task: EnvTask) -> RubricVersion | None:
@@ -318,16 +379,31 @@ def judge_prompt(*, env_task: EnvTask, criterion: Criterion, batch: RolloutBatch
 
 
 def probe_results(*, run: ProbeRun) -> list[dict]:
-    """Each probe with its grade and, when flagged, the criteria it fooled."""
+    """Each probe with its grade and, when flagged (verification.rubric_checks.probe_flagged,
+    by the run's own flag score), the criteria it fooled. The control (the reference answer)
+    is marked `control` and never flagged."""
+    probes = list(run.answers.prefetch_related("grades__verdicts__criterion"))
+    grades = {p.pk: next(iter(p.grades.all()), None) for p in probes}
+    control = next((grades[p.pk] for p in probes if p.kind == CONTROL), None)
+    reference_score = control.score if control is not None and control.status == GradeStatus.GRADED else None
+    reference = run.env_task.reference_answer or ""
     rows = []
-    for probe in run.answers.prefetch_related("grades__verdicts__criterion"):
-        grade = next(iter(probe.grades.all()), None)
-        fooled = []
-        if grade is not None and grade.status == GradeStatus.GRADED:
-            fooled = [v.criterion for v in grade.verdicts.all() if v.met and v.criterion.points > 0]
-        flagged = bool(grade and grade.status == GradeStatus.GRADED and (grade.passed or (grade.score or 0) >= FLAG_SCORE))
-        rows.append({"probe": probe, "grade": grade, "flagged": flagged, "fooled": fooled if flagged else []})
+    for probe in probes:
+        grade = grades[probe.pk]
+        flagged = rubric_checks.probe_flagged(probe, grade, flag_score=run.flag_score, reference_score=reference_score)
+        met = [v.criterion for v in grade.verdicts.all() if v.met and v.criterion.points > 0] if flagged else []
+        rows.append({"probe": probe, "grade": grade, "flagged": flagged, "control": probe.kind == CONTROL,
+                     "fooled": rubric_checks.fooled_criteria(probe, met, reference) if flagged else []})
     return rows
+
+
+def probe_summary(rows: list[dict]) -> dict:
+    """What the run's summary line says, from probe_results rows: how many probes were
+    graded and flagged, how many could not be graded, and the most common reason why."""
+    failed = [r["grade"] for r in rows if r["grade"] is not None and r["grade"].status == GradeStatus.FAILED]
+    reasons = Counter(g.error for g in failed if g.error).most_common(1)
+    return {"total": len(rows), "graded": sum(1 for r in rows if r["grade"] is not None and r["grade"].status == GradeStatus.GRADED),
+            "flagged": sum(1 for r in rows if r["flagged"]), "failed": len(failed), "reason": reasons[0][0] if reasons else ""}
 
 
 def probe_cheats_pending(run: ProbeRun) -> bool:
@@ -337,10 +413,60 @@ def probe_cheats_pending(run: ProbeRun) -> bool:
 
 def probe_rows(*, run: ProbeRun, current: list[Criterion]) -> list[dict]:
     """probe_results, plus for each fooled criterion the same criterion in the current
-    rubric (by text) so the page can open it for editing."""
+    rubric (by text) so the page can open it for editing, and the suggested fixes: the
+    criterion tightened with the evidence it lacks, and a pitfall to add."""
     by_text = {c.text: c for c in current}
     rows = probe_results(run=run)
+    reference = run.env_task.reference_answer or ""
     for row in rows:
         row["fooled_links"] = [(c, by_text.get(c.text)) for c in row["fooled"]]
         row["pending"] = row["grade"] is None or row["grade"].status in PENDING
+        row["kind_label"] = rubric_checks.probe_kind_label(row["probe"])
+        row["fixes"], row["pitfall"] = [], None
+        if row["flagged"]:
+            fixes, row["pitfall"] = rubric_checks.probe_fixes(row["probe"], row["grade"], row["fooled"], reference)
+            row["fixes"] = [{**fix, "current": by_text.get(fix["criterion"].text)} for fix in fixes]
     return rows
+
+
+def probe_progress(*, run: ProbeRun, rows: list[dict]) -> dict:
+    """How far the run is: the probes graded (or failed) of those there are, and, with a
+    cheat model, how many kinds of cheat it has written."""
+    done = sum(1 for r in rows if r["grade"] is not None and r["grade"].status not in PENDING)
+    written = {(r["probe"].detail or {}).get("aimed_at") for r in rows if r["probe"].kind == MODEL_CHEAT}
+    writes = run.cheat_endpoint_id is not None or run.status in CHEATS_PENDING
+    return {"done": done, "total": len(rows), "percent": round(100 * done / len(rows)) if rows else 0,
+            "cheat_kinds": len(CHEAT_KINDS) if writes else 0, "cheat_kinds_written": len(written - {None})}
+
+
+def probe_status(*, env_task: EnvTask, rubric_version: RubricVersion | None = None, rows: list[dict] | None = None) -> dict:
+    """The rubric's probe status, in a few words, for the task page and for what a reviewer
+    sees: the latest probe run of the task and what it found for `rubric_version` (by
+    default the current one). The caller has the task already (through an access-scoped
+    selector). `state`: none, running, flagged, not_graded, partly_graded, clear; `stale`:
+    the run probed another rubric version. `rows`: the latest run's probe_results, when the
+    caller has them already (the panel does)."""
+    rubric = rubric_version or rubric_version_current(env_task=env_task)
+    run = probe_run_latest(env_task=env_task)
+    if run is None:
+        return {"state": "none", "label": "Not probed yet", "run": None, "stale": False, "flagged": 0, "graded": 0, "failed": 0, "total": 0,
+                "reference_fails": False}
+    if rows is None or any(r["probe"].run_id != run.pk for r in rows):
+        rows = probe_results(run=run)
+    summary = probe_summary(rows)
+    pending = probe_cheats_pending(run) or any(r["grade"] is None or r["grade"].status in PENDING for r in rows)
+    control = next((r["grade"] for r in rows if r["control"]), None)
+    if pending:
+        state, label = "running", "Probes running"
+    elif summary["flagged"]:
+        state, label = "flagged", f"{summary['flagged']} probe{'s' if summary['flagged'] > 1 else ''} flagged"
+    elif summary["failed"] and not summary["graded"]:
+        state, label = "not_graded", "The probes could not be graded"
+    elif summary["failed"]:
+        state, label = "partly_graded", f"None flagged, but {summary['failed']} of {summary['total']} could not be graded"
+    else:
+        state, label = "clear", "No probe flagged"
+    stale = rubric is not None and run.rubric_version_id != rubric.pk
+    return {"state": state, "label": label, "run": run, "rubric_number": run.rubric_version.number, "stale": stale, **summary,
+            "reference_fails": bool(control and control.status == GradeStatus.GRADED and not control.passed),
+            "reference_score": control.score if control and control.status == GradeStatus.GRADED else None}

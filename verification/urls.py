@@ -11,4 +11,5 @@ urlpatterns = [
     path("batches/<int:pk>/quality/verdicts/", views.batch_expert_verdict, name="batch-expert-verdict"),
     path("batches/<int:pk>/quality/ranking/", views.batch_ranking, name="batch-ranking"),
     path("batches/<int:pk>/quality/regrade/", views.batch_regrade_view, name="batch-regrade"),
+    path("batches/<int:pk>/quality/retry-failed/", views.batch_retry_failed_view, name="batch-retry-failed"),
 ]

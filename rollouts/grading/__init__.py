@@ -4,5 +4,5 @@
     checks.py   deterministic checks (contains, regex, numeric, exact, overlay file/mail checks)
     judge.py    the LLM judge, one criterion at a time, k samples, majority vote
     scoring.py  met points / positive points, clipped to [0, 1]; pass threshold or all-must-pass; per tag
-    services.py request, execute (idempotent), regrade
+    services.py request, execute (idempotent), regrade, retry failed grades
 """

@@ -28,12 +28,13 @@ def attempt_of_rollout(rollout: Rollout) -> Attempt:
     from workspace.selectors import overlay_diff
 
     lines = []
-    for step in rollout.steps.order_by("index"):
+    # Numbered as the trajectory page numbers them, so the judge can name the steps a verdict rests on.
+    for step in rollout.steps.order_by("index").defer("raw_response"):
         if step.kind == StepKind.MODEL:
             calls = ", ".join(f"{c['name']}({c.get('raw_arguments') or c.get('arguments')})" for c in step.tool_calls)
-            lines.append(f"[assistant] {step.text}" + (f"\n  calls: {calls}" if calls else ""))
+            lines.append(f"[step {step.index + 1}, assistant] {step.text}" + (f"\n  calls: {calls}" if calls else ""))
         else:
-            lines.append(f"[tool {step.tool_name}] {step.text[:2000]}")
+            lines.append(f"[step {step.index + 1}, tool {step.tool_name}] {step.text[:2000]}")
     changes = []
     if rollout.overlay_id:
         changes = [(c.path, c.after or "") for c in overlay_diff(overlay=rollout.overlay) if c.action != "deleted"]

@@ -31,5 +31,9 @@ def score(verdicts: list[tuple[int, str, bool]], *, threshold: float, all_must_p
         subset = [(p, m) for p, t, m in verdicts if t == tag]
         tag_positive = sum(p for p, _ in subset if p > 0)
         tag_met = sum(p for p, m in subset if m)
-        per_tag[tag] = {"met_points": tag_met, "positive_points": tag_positive, "score": _ratio(tag_met, tag_positive) if tag_positive else None}
+        per_tag[tag] = {
+            "met_points": tag_met,
+            "positive_points": tag_positive,
+            "score": _ratio(tag_met, tag_positive) if tag_positive else None,
+        }
     return Scored(score=value, met_points=met_points, positive_points=positive, passed=passed, per_tag=per_tag)

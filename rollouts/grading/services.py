@@ -68,14 +68,18 @@ def grade_execute(*, grade_id: int) -> None:
     """Grade one attempt. Safe to run twice; a worker killed mid-grade leaves the grade
     running with a heartbeat that goes stale, and the next message for it re-claims it then
     (up to MAX_ATTEMPTS; core.jobs), keeping the verdicts already saved."""
-    if not claim_job(Grade, grade_id, states=GRADE_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The grading worker was interrupted too many times."):
+    if not claim_job(
+        Grade, grade_id, states=GRADE_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The grading worker was interrupted too many times."
+    ):
         return
     with kept_alive(Grade, grade_id, states=GRADE_STATES):
         _grade(grade_id)
 
 
 def _grade(grade_id: int) -> None:
-    grade = Grade.objects.select_related("rubric_version", "judge_endpoint", "rollout__batch__env_task__world", "rollout__overlay", "probe__run").get(pk=grade_id)
+    grade = Grade.objects.select_related(
+        "rubric_version", "judge_endpoint", "rollout__batch__env_task__world", "rollout__overlay", "probe__run"
+    ).get(pk=grade_id)
     rubric = grade.rubric_version
     rubric_version_freeze(rubric_version=rubric)  # it has graded something: immutable from now on
     try:
@@ -86,15 +90,26 @@ def _grade(grade_id: int) -> None:
                 _verdict(grade, criterion, attempt, project_id, rubric.judge_samples)
     except Exception as error:
         logger.exception("grade %s failed", grade_id)
-        Grade.objects.filter(pk=grade_id, status=GradeStatus.RUNNING).update(status=GradeStatus.FAILED, error=f"Internal error ({type(error).__name__}).", graded_at=timezone.now())
+        Grade.objects.filter(pk=grade_id, status=GradeStatus.RUNNING).update(
+            status=GradeStatus.FAILED, error=f"Internal error ({type(error).__name__}).", graded_at=timezone.now()
+        )
         return
     verdicts = list(grade.verdicts.select_related("criterion"))
     failed = [v for v in verdicts if v.met is None]
     if failed:
-        reasons = "; ".join(f"criterion {v.criterion.position}: {v.error}" for v in failed[:5])
-        Grade.objects.filter(pk=grade_id, status=GradeStatus.RUNNING).update(status=GradeStatus.FAILED, score=None, passed=None, error=reasons[:2000], graded_at=timezone.now())
+        # Named by the number the author sees (1..n, as the rubric lists them), not the stored position.
+        numbers = {pk: n for n, pk in enumerate(rubric.criteria.values_list("pk", flat=True), start=1)}
+        failed.sort(key=lambda v: numbers.get(v.criterion_id, 0))
+        reasons = "; ".join(f"criterion {numbers.get(v.criterion_id, '?')}: {v.error}" for v in failed[:5])
+        Grade.objects.filter(pk=grade_id, status=GradeStatus.RUNNING).update(
+            status=GradeStatus.FAILED, score=None, passed=None, error=reasons[:2000], graded_at=timezone.now()
+        )
         return
-    result = score([(v.criterion.points, v.criterion.tag, v.met) for v in verdicts], threshold=rubric.pass_threshold, all_must_pass=rubric.all_must_pass)
+    result = score(
+        [(v.criterion.points, v.criterion.tag, v.met) for v in verdicts],
+        threshold=rubric.pass_threshold,
+        all_must_pass=rubric.all_must_pass,
+    )
     Grade.objects.filter(pk=grade_id, status=GradeStatus.RUNNING).update(
         status=GradeStatus.GRADED, score=result.score, passed=result.passed, met_points=result.met_points,
         positive_points=result.positive_points, per_tag=result.per_tag, error="", graded_at=timezone.now(),
@@ -140,8 +155,11 @@ def rollout_graded(*, rollout: Rollout, has_criteria: bool | None = None) -> Gra
     return grade_request(rubric_version=batch.rubric_version, judge_endpoint=batch.judge_endpoint or batch.endpoint, rollout=rollout)
 
 
-def batch_regrade(*, batch: RolloutBatch, user: User, rubric_version: RubricVersion | None = None, judge_endpoint: ModelEndpoint | None = None) -> list[Grade]:
-    """Grade every completed rollout of the batch against a (newer) rubric version."""
+def batch_regrade(
+    *, batch: RolloutBatch, user: User, rubric_version: RubricVersion | None = None, judge_endpoint: ModelEndpoint | None = None
+) -> list[Grade]:
+    """Grade every completed rollout of the batch against a (newer) rubric version; the
+    grades of that version that failed are tried again, the others kept."""
     require_role(membership_get(user=user, project_id=batch.project_id), "author")
     rubric = rubric_version or batch.env_task.rubric_versions.order_by("-number").first()
     if rubric.env_task_id != batch.env_task_id:
@@ -149,7 +167,52 @@ def batch_regrade(*, batch: RolloutBatch, user: User, rubric_version: RubricVers
     if not rubric.criteria.exists():
         raise ApplicationError("This rubric version has no criteria.")
     endpoint = judge_endpoint or batch.judge_endpoint or batch.endpoint
-    return [
+    grades = [
         grade_request(rubric_version=rubric, judge_endpoint=endpoint, rollout=rollout)
         for rollout in batch.rollouts.filter(status=RolloutStatus.COMPLETED)
     ]
+    # A grade of this version that failed is tried again (a kept failure would say nothing new).
+    retried = set(_grades_retry(grade_ids=[g.pk for g in grades if g.status == GradeStatus.FAILED], judge_endpoint=endpoint))
+    for grade in grades:
+        if grade.pk in retried:
+            grade.status = GradeStatus.QUEUED
+    return grades
+
+
+def batch_failed_grades_retry(*, batch: RolloutBatch, user: User, rubric_version: RubricVersion | None = None) -> list[Grade]:
+    """Send again every failed grade of the batch's rollouts (under `rubric_version`, or
+    under any version): the verdicts it reached are kept, the failed ones asked again."""
+    require_role(membership_get(user=user, project_id=batch.project_id), "author")
+    if rubric_version is not None and rubric_version.env_task_id != batch.env_task_id:
+        raise ApplicationError("That rubric belongs to another task.")
+    failed = Grade.objects.filter(rollout__batch=batch, status=GradeStatus.FAILED)
+    if rubric_version is not None:
+        failed = failed.filter(rubric_version=rubric_version)
+    retried = _grades_retry(grade_ids=list(failed.values_list("pk", flat=True)), judge_endpoint=None,
+                            default_endpoint=batch.judge_endpoint or batch.endpoint)
+    return list(Grade.objects.filter(pk__in=retried).select_related("rubric_version").order_by("rollout__index", "rubric_version__number"))
+
+
+def _grades_retry(
+    *, grade_ids: list[int], judge_endpoint: ModelEndpoint | None, default_endpoint: ModelEndpoint | None = None
+) -> list[int]:
+    """Queue failed grades again, from the start of their attempts: their failed verdicts
+    are dropped (the reached ones stay, as a resumed grade keeps them). With
+    `judge_endpoint` they are judged by it; else by their own, or `default_endpoint` when
+    theirs was deleted. Returns the ids queued (a grade no longer failed is left alone)."""
+    if not grade_ids:
+        return []
+    with transaction.atomic():
+        ids = list(Grade.objects.select_for_update().filter(pk__in=grade_ids, status=GradeStatus.FAILED).values_list("pk", flat=True))
+        Verdict.objects.filter(grade_id__in=ids, met__isnull=True).delete()
+        reset = {"status": GradeStatus.QUEUED, "error": "", "score": None, "passed": None, "attempts": 0, "started_at": None,
+                 "heartbeat_at": None, "graded_at": None}
+        if judge_endpoint is not None:
+            reset |= {"judge_endpoint": judge_endpoint, "judge_endpoint_name": judge_endpoint.name}
+        elif default_endpoint is not None:
+            Grade.objects.filter(pk__in=ids, judge_endpoint__isnull=True).update(
+                judge_endpoint=default_endpoint, judge_endpoint_name=default_endpoint.name
+            )
+        Grade.objects.filter(pk__in=ids).update(**reset)
+        transaction.on_commit(lambda: _enqueue(ids))
+    return ids

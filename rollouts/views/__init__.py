@@ -1,5 +1,5 @@
 from rollouts.views.batches import batch_cancel, batch_compare, batch_detail, task_trials
-from rollouts.views.trajectories import rollout_detail, rollout_steps, step_comment_add, step_criterion
+from rollouts.views.trajectories import rollout_detail, rollout_steps, step_comment_add, step_criterion, step_exchange_view
 
 __all__ = [
     "batch_cancel",
@@ -9,5 +9,6 @@ __all__ = [
     "rollout_steps",
     "step_comment_add",
     "step_criterion",
+    "step_exchange_view",
     "task_trials",
 ]

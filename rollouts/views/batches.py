@@ -1,7 +1,6 @@
 """Trial runs on the task page, the live batch page, cancel, and two trajectories side by side."""
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -18,6 +17,7 @@ from rollouts.forms import CompareForm, RunTrialsForm
 from rollouts.models import RolloutBatch
 from rollouts.views.common import form_error
 from rollouts.views.display import (
+    add_grades,
     batch_list_with_counts,
     batch_row_counts,
     batch_row_unfinished,
@@ -44,7 +44,9 @@ def _trials_context(request: HttpRequest, env_task: EnvTask, form: RunTrialsForm
     membership = membership_for(user=request.user, project_id=env_task.project_id)
     endpoints = list(endpoint_list_usable())
     batches = list(
-        batch_list_with_counts(selectors.batch_list_for_task(user=request.user, env_task=env_task).select_related("created_by"))[:RECENT_BATCHES]
+        batch_list_with_counts(
+            selectors.batch_list_for_task(user=request.user, env_task=env_task).select_related("created_by")
+        )[:RECENT_BATCHES]
     )
     for batch in batches:
         batch.status_counts = batch_row_counts(batch)
@@ -60,7 +62,6 @@ def _trials_context(request: HttpRequest, env_task: EnvTask, form: RunTrialsForm
     }
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def task_trials(request: HttpRequest, task_pk: int) -> HttpResponse:
     """The trials panel (loaded into the task page by htmx, as reviews' panel is), and
@@ -100,12 +101,14 @@ def _live_context(request: HttpRequest, batch: RolloutBatch) -> dict:
     state_class, state_label = batch_state(batch, progress)
     membership = membership_for(user=request.user, project_id=batch.project_id)
     rollouts = rollout_rows(batch, selectors.batch_rollouts(batch=batch))
+    graded_by, grades = selectors.batch_latest_grades(batch=batch)
     return {
         "batch": batch,
         "progress": progress,
         "state_class": state_class,
         "state_label": state_label,
-        "rollouts": rollouts,
+        "rollouts": add_grades(rollouts, grades),
+        "graded_by": graded_by,
         "can_author": membership.can_author,
     }
 
@@ -127,7 +130,6 @@ def _batch_context(request: HttpRequest, batch: RolloutBatch) -> dict:
     }
 
 
-@login_required
 @require_GET
 def batch_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """The live view. htmx polls the #batch-live part every 2 s until the batch is over."""
@@ -138,7 +140,6 @@ def batch_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, BATCH, _batch_context(request, batch))
 
 
-@login_required
 @require_POST
 def batch_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     batch = selectors.batch_get_for_user(user=request.user, pk=pk)
@@ -170,7 +171,6 @@ def _column(request: HttpRequest, rollout) -> dict:
     }
 
 
-@login_required
 @require_GET
 def batch_compare(request: HttpRequest, pk: int) -> HttpResponse:
     """Two rollouts of the batch (?a=1&b=2, their numbers in it) in two columns."""

@@ -221,7 +221,16 @@ def rollout_rows(batch: RolloutBatch, rollouts: QuerySet[Rollout]) -> list[Rollo
         rollout.cost_label = money(rollout.cost)
         rollout.answer_preview = answer_preview(rollout.final_answer)
         rollout.url = reverse("rollout-detail", args=[rollout.pk])
-        rollout.duration_label = seconds((rollout.finished_at - rollout.started_at).total_seconds() * 1000) if rollout.finished_at and rollout.started_at else ""
+        rollout.duration_label = (
+            seconds((rollout.finished_at - rollout.started_at).total_seconds() * 1000) if rollout.finished_at and rollout.started_at else ""
+        )
+    return rows
+
+
+def add_grades(rows: list[Rollout], grades: dict[int, dict]) -> list[Rollout]:
+    """Each row's grade (selectors.batch_latest_grades: {status, score, passed}, or None)."""
+    for rollout in rows:
+        rollout.grade = grades.get(rollout.pk)
     return rows
 
 

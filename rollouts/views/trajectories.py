@@ -1,9 +1,9 @@
-"""The trajectory viewer: one rollout step by step, live while it runs; comments on steps;
-a rubric criterion made from a step, with the step as its evidence."""
+"""The trajectory viewer: one rollout step by step, live while it runs, with the judge's
+verdicts beside it; a model step's exact request and response; comments on steps; a rubric
+criterion made from a step, with the step as its evidence."""
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -14,15 +14,19 @@ from authoring.selectors import rubric_version_current
 from core.exceptions import ApplicationError
 from core.views import render_error
 from rollouts import selectors, services
+from rollouts.agent import conversation_before
 from rollouts.forms import StepCommentForm, StepCriterionForm
-from rollouts.models import Rollout, Step, StepKind
+from rollouts.models import BatchMode, Rollout, Step, StepKind
 from rollouts.views.common import form_error
 from rollouts.views.display import call_signature, changes_view, decorate_steps, money, seconds, tokens
+from rollouts.views.verdicts import step_exchange, verdict_panel
 from workspace.selectors import overlay_diff
+from workspace.tools import tool_specs
 
 ROLLOUT = "rollouts/rollout_detail.html"
 STEP = "rollouts/_step.html"
 CRITERION = "rollouts/step_criterion.html"
+EXCHANGE = "rollouts/step_exchange.html"
 PREFILL_CHARS = 300
 
 
@@ -50,12 +54,25 @@ def _outcome_context(rollout: Rollout) -> dict:
     return {"changes": changes_view(overlay_diff(overlay=rollout.overlay)) if rollout.overlay_id else []}
 
 
-@login_required
+def _verdicts_context(rollout: Rollout, steps: list[Step]) -> dict:
+    has_criteria = rollout.batch.rubric_version.criteria.exists()
+    grade = selectors.rollout_latest_grade(rollout=rollout) if has_criteria or rollout.grades.exists() else None
+    return {
+        "rollout": rollout,
+        "batch": rollout.batch,
+        **verdict_panel(rollout=rollout, grade=grade, steps=steps, has_criteria=has_criteria),
+    }
+
+
 @require_GET
 def rollout_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """The whole trajectory. An htmx GET answers the summary (status, tokens, cost), which
-    the page refreshes whenever the steps' poll reports progress."""
+    """The whole trajectory, with the judge's verdicts beside it. An htmx GET answers the
+    summary (status, tokens, cost), which the page refreshes whenever the steps' poll reports
+    progress; with ?part=verdicts, the verdict panel (it reloads itself until the grade is in)."""
     rollout = selectors.rollout_get_for_user(user=request.user, pk=pk)
+    if request.htmx and request.GET.get("part") == "verdicts":
+        steps = list(rollout.steps.order_by("index").only("pk", "index", "rollout_id"))
+        return render(request, ROLLOUT + "#rollout-verdicts", _verdicts_context(rollout, steps))
     if request.htmx:
         return render(request, ROLLOUT + "#rollout-summary", _summary_context(rollout))
     steps = decorate_steps(list(selectors.rollout_steps(rollout=rollout)), rollout)
@@ -64,6 +81,7 @@ def rollout_detail(request: HttpRequest, pk: int) -> HttpResponse:
         **_summary_context(rollout),
         **_roles(request, batch.project_id),
         **(_outcome_context(rollout) if rollout.is_finished else {}),
+        **_verdicts_context(rollout, steps),
         "env_task": batch.env_task,
         "world": batch.env_task.world,
         "project": batch.env_task.world.project,
@@ -73,7 +91,26 @@ def rollout_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, ROLLOUT, context)
 
 
-@login_required
+@require_GET
+def step_exchange_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """A model step's exact request and response, as an inspector shows an API call: the
+    page loads it into the step's "Show request and response" disclosure when it is opened
+    (a plain GET answers a page of its own)."""
+    step = selectors.step_get_for_user(user=request.user, pk=pk)
+    if step.kind != StepKind.MODEL:
+        raise Http404("Only a model step has a request and a response.")
+    rollout = step.rollout
+    batch = rollout.batch
+    before = list(rollout.steps.filter(index__lt=step.index).order_by("index").defer("raw_response"))
+    tools = tool_specs(writable=True) if batch.mode == BatchMode.TOOLS else None
+    context = step_exchange(step=step, messages=conversation_before(rollout, before), tools=tools)
+    if request.htmx:
+        return render(request, EXCHANGE + "#step-exchange", context)
+    env_task = batch.env_task
+    return render(request, EXCHANGE, {**context, "rollout": rollout, "batch": batch, "env_task": env_task, "world": env_task.world,
+                                      "project": env_task.world.project})
+
+
 @require_GET
 def rollout_steps(request: HttpRequest, pk: int) -> HttpResponse:
     """Polled every 2 s while the rollout runs: the steps saved since `after`, then either
@@ -104,7 +141,6 @@ def _comments_context(request: HttpRequest, step: Step, **extra) -> dict:
     return {"step": step, **_roles(request, step.rollout.batch.project_id), **extra}
 
 
-@login_required
 @require_POST
 def step_comment_add(request: HttpRequest, pk: int) -> HttpResponse:
     step = selectors.step_get_for_user(user=request.user, pk=pk)
@@ -118,7 +154,9 @@ def step_comment_add(request: HttpRequest, pk: int) -> HttpResponse:
         if not request.htmx:
             messages.error(request, error.message)
             return redirect(back)
-        return render_error(request, STEP + "#step-comments", _comments_context(request, step, comment_text=request.POST.get("text", "")), error)
+        return render_error(
+            request, STEP + "#step-comments", _comments_context(request, step, comment_text=request.POST.get("text", "")), error
+        )
     if not request.htmx:
         return redirect(back)
     return render(request, STEP + "#step-comments", _comments_context(request, step))
@@ -148,7 +186,6 @@ def evidence_label(step: Step) -> str:
     return f"Rollout {step.rollout.index + 1}, step {step.index + 1}"
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def step_criterion(request: HttpRequest, pk: int) -> HttpResponse:
     """"Make a criterion from this step": the step, and a criterion form prefilled from it.

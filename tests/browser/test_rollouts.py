@@ -26,7 +26,8 @@ ROLLOUTS = 16
 LATENCY = 0.3  # seconds per model call: slow enough to watch the batch run
 BATCH_TIMEOUT_MS = 45_000
 LOI = "Deal/Letter of intent.md"
-RIGHT = "The purchase price is **$12,000,000**, payable in cash at closing.\n\n- Source: Deal/Letter of intent.md, section 2\n- Closing: 2026-03-31"
+RIGHT = ("The purchase price is **$12,000,000**, payable in cash at closing.\n\n"
+         "- Source: Deal/Letter of intent.md, section 2\n- Closing: 2026-03-31")
 WRONG = "The purchase price is **$11,500,000** (from the side letter).\n\n- Source: Notes/Side letter.md"
 
 
@@ -59,7 +60,8 @@ def agent_model():
         if route == "B" and len(assistant) == 1:
             return Reply(content="Found it. Reading the LOI and noting the figure.", delay=LATENCY, tool_calls=[
                 {"name": "read_file", "arguments": {"path": LOI}},
-                {"name": "write_file", "arguments": {"path": "Work/Price memo.md", "content": "# Price memo\n\nPurchase price: $12,000,000 (LOI, section 2)."}},
+                {"name": "write_file",
+                 "arguments": {"path": "Work/Price memo.md", "content": "# Price memo\n\nPurchase price: $12,000,000 (LOI, section 2)."}},
             ], input_tokens=1900, output_tokens=120)
         with lock:
             counters["final"] += 1
@@ -78,14 +80,26 @@ def deal_task(project, author):
         "# Letter of intent\n\n## 1. Parties\n\nAcme Corp (buyer) and Beta Ltd (seller).\n\n"
         "## 2. Price\n\nThe purchase price is $12,000,000, payable in cash at closing.\n\n## 3. Closing\n\nTarget closing date: 2026-03-31."
     ))
-    services.document_create(world=world, user=author, path="Notes/Side letter.md", content="# Side letter\n\nDraft only: a price of $11,500,000 was discussed and rejected.")
+    services.document_create(
+        world=world,
+        user=author,
+        path="Notes/Side letter.md",
+        content="# Side letter\n\nDraft only: a price of $11,500,000 was discussed and rejected.",
+    )
     env_task = services.env_task_create(
         world=world, user=author, title="State the purchase price",
         prompt="Read the data room and state the **purchase price** of Beta Ltd, citing the document it comes from.",
         reference_answer="$12,000,000, per the letter of intent (section 2).",
     )
     rubric = env_task.rubric_versions.get()
-    services.criterion_add(env_task=env_task, user=author, base_revision=rubric.revision, text="States the purchase price of $12,000,000", points=3, tag="essential")
+    services.criterion_add(
+        env_task=env_task,
+        user=author,
+        base_revision=rubric.revision,
+        text="States the purchase price of $12,000,000",
+        points=3,
+        tag="essential",
+    )
     return env_task
 
 

@@ -47,10 +47,10 @@ def graded_trial_batch(fake_llm, author) -> tuple:
     for text, points, config in (("States the purchase price of $12m", 5, {"check": "contains", "value": "12"}),
                                  ("Mentions the price", 1, {"check": "contains", "value": "price"})):
         rubric = env_task.rubric_versions.get()
-        authoring_services.criterion_add(env_task=env_task, user=user, base_revision=rubric.revision, text=text, points=points, tag="essential",
-                                         grader_kind="check", grader_config=config)
-    endpoint = ModelEndpoint.objects.create(name="Fake GPT", kind="openai_compatible", base_url=fake_llm.url, model="fake-model", api_key_env="",
-                                            max_concurrency=4, connect_timeout=2, read_timeout=5, max_retries=1)
+        authoring_services.criterion_add(env_task=env_task, user=user, base_revision=rubric.revision, text=text, points=points,
+                                         tag="essential", grader_kind="check", grader_config=config)
+    endpoint = ModelEndpoint.objects.create(name="Fake GPT", kind="openai_compatible", base_url=fake_llm.url, model="fake-model",
+                                            api_key_env="", max_concurrency=4, connect_timeout=2, read_timeout=5, max_retries=1)
     answers = iter(ANSWERS)
     fake_llm.responder = lambda request: Reply(content=next(answers))
     batch = rollout_services.rollout_batch_start(env_task=env_task, user=user, endpoint=endpoint, n=len(ANSWERS))
@@ -92,16 +92,20 @@ def test_author_makes_the_verifier_trustworthy(page: Page, live_server, fake_llm
 
     # 2. Reward-hacking probes, with a cheat a model writes against the rubric: the worker writes it (the
     # request does not wait for the model) and grades every probe; the page polls until they are in.
+    # One call per kind of cheat (five), the first slow enough to see it being written.
     fake_llm.script(Reply(structured={"answers": ["The price is 12, as agreed."]}, delay=1.5))
+    fake_llm.responder = lambda request: Reply(structured={"answers": ["The price is 12, as agreed."]})
     probes = page.locator("#q-probes")
     expect(probes.get_by_label("Judge model")).to_contain_text("Fake GPT")
     probes.get_by_label("Model that writes cheats aimed at the rubric (optional)").select_option(label="Fake GPT · fake-model")
     probes.get_by_role("button", name="Run the probes").click()
-    expect(page.locator("#q-probe-cheats")).to_contain_text("Writing a cheat answer with the model…")
-    expect(page.locator("#q-probe-summary")).to_contain_text("3 flagged", timeout=GRADING_TIMEOUT_MS)
+    expect(page.locator("#q-probe-cheats")).to_contain_text("Writing the cheat answers with the model…")
+    expect(page.locator("#q-probe-summary")).to_contain_text("6 flagged", timeout=GRADING_TIMEOUT_MS)
     expect(page.locator("#q-probe-cheats")).to_have_count(0)
-    expect(page.locator("#q-probe-results tr.q-flagged", has_text="Model-written cheat 1")).to_contain_text("States the purchase price of $12m")
-    hedging = page.locator("#q-probe-results tr.q-flagged", has_text="Hedges across many candidate values")
+    expect(page.locator("#q-probe-results tr.q-flagged", has_text="Model-written hedge 1")).to_contain_text(
+        "States the purchase price of $12m"
+    )
+    hedging = page.locator("#q-probe-results tr.q-flagged", has_text="Hedges on the amount: $12,000,000")
     expect(hedging).to_contain_text("Flagged")
     expect(hedging).to_contain_text("States the purchase price of $12m")
     expect(page.locator("#q-probe-results tr", has_text="A refusal")).not_to_have_class(re.compile("q-flagged"))
@@ -140,7 +144,7 @@ def test_author_makes_the_verifier_trustworthy(page: Page, live_server, fake_llm
 
     # 4. Back on the task page: the fooled criterion opens for editing right from the probe.
     page.goto(f"{base}/tasks/{env_task.pk}/")
-    flagged = page.locator("#q-probe-results tr.q-flagged", has_text="Hedges across many candidate values")
+    flagged = page.locator("#q-probe-results tr.q-flagged", has_text="Hedges on the amount: $12,000,000")
     flagged.get_by_role("link", name="Tighten this criterion").click()
     editing = page.locator("#rubric tr.editing")
     expect(editing).to_be_visible()

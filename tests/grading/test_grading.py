@@ -27,8 +27,14 @@ def judge_by_keyword(request) -> Reply:
 def task(team, world):
     env_task = factories.env_task(world, team.author, criteria=0)
     rubric = env_task.rubric_versions.get()
-    for text, points, tag in [("States the price", 5, "essential"), ("Names the buyer", 3, "important"), ("Mentions hedging", -4, "pitfall")]:
-        authoring_services.criterion_add(env_task=env_task, user=team.author, base_revision=rubric.revision, text=text, points=points, tag=tag)
+    for text, points, tag in [
+        ("States the price", 5, "essential"),
+        ("Names the buyer", 3, "important"),
+        ("Mentions hedging", -4, "pitfall"),
+    ]:
+        authoring_services.criterion_add(
+            env_task=env_task, user=team.author, base_revision=rubric.revision, text=text, points=points, tag=tag
+        )
         rubric.refresh_from_db()
     return env_task
 
@@ -107,7 +113,15 @@ def test_grading_twice_changes_nothing(task, endpoint, fake_llm):
 def test_deterministic_checks(team, world, endpoint, fake_llm, config, answer, met):
     env_task = factories.env_task(world, team.author, criteria=0)
     rubric = env_task.rubric_versions.get()
-    authoring_services.criterion_add(env_task=env_task, user=team.author, base_revision=rubric.revision, text="check", points=1, grader_kind="check", grader_config=config)
+    authoring_services.criterion_add(
+        env_task=env_task,
+        user=team.author,
+        base_revision=rubric.revision,
+        text="check",
+        points=1,
+        grader_kind="check",
+        grader_config=config,
+    )
     grade = probe_grade(env_task, answer, endpoint)
     assert grade.verdicts.get().met is met and fake_llm.requests == []
 
@@ -115,7 +129,15 @@ def test_deterministic_checks(team, world, endpoint, fake_llm, config, answer, m
 def test_a_broken_check_fails_the_grade(team, world, endpoint):
     env_task = factories.env_task(world, team.author, criteria=0)
     rubric = env_task.rubric_versions.get()
-    authoring_services.criterion_add(env_task=env_task, user=team.author, base_revision=rubric.revision, text="x", points=1, grader_kind="check", grader_config={"check": "regex", "pattern": "("})
+    authoring_services.criterion_add(
+        env_task=env_task,
+        user=team.author,
+        base_revision=rubric.revision,
+        text="x",
+        points=1,
+        grader_kind="check",
+        grader_config={"check": "regex", "pattern": "("},
+    )
     grade = probe_grade(env_task, "x", endpoint)
     assert grade.status == GradeStatus.FAILED and "regular expression is invalid" in grade.error
 
@@ -131,7 +153,15 @@ def test_overlay_checks_see_what_the_agent_wrote_and_sent(team, world, endpoint,
         {"check": "file_exists", "path": "Deal/Doc 1.md"},  # in the world, not written by the agent
     ]
     for i, config in enumerate(checks):
-        authoring_services.criterion_add(env_task=env_task, user=team.author, base_revision=rubric.revision + i, text=f"check {i}", points=1, grader_kind="check", grader_config=config)
+        authoring_services.criterion_add(
+            env_task=env_task,
+            user=team.author,
+            base_revision=rubric.revision + i,
+            text=f"check {i}",
+            points=1,
+            grader_kind="check",
+            grader_config=config,
+        )
     sheet = "## Sheet: Model\n|   | A | B |\n|---|---|---|\n| 1 | a | 10 |\n| 2 | b | 20 |\n| 3 | total | =SUM(B1:B2) |\n"
     fake_llm.script(
         Reply(content=None, tool_calls=[
@@ -155,7 +185,9 @@ def test_overlay_checks_see_what_the_agent_wrote_and_sent(team, world, endpoint,
 
 def test_regrade_after_a_rubric_edit_keeps_the_old_grades(task, team, endpoint, fake_llm, django_capture_on_commit_callbacks):
     fake_llm.responder = lambda request: (
-        judge_by_keyword(request) if "criteria_met" in json.dumps(request.body.get("response_format", {})) else Reply(content="The price is $12m.")
+        judge_by_keyword(request)
+        if "criteria_met" in json.dumps(request.body.get("response_format", {}))
+        else Reply(content="The price is $12m.")
     )
     with django_capture_on_commit_callbacks(execute=False):
         batch = rollout_services.rollout_batch_start(env_task=task, user=team.author, endpoint=endpoint, n=2)
@@ -168,7 +200,9 @@ def test_regrade_after_a_rubric_edit_keeps_the_old_grades(task, team, endpoint, 
     assert list(old.values()) == [pytest.approx(5 / 8)] * 2
     v1 = task.rubric_versions.get()
     criterion = v1.criteria.get(text="Names the buyer")
-    authoring_services.criterion_update(criterion=criterion, user=team.author, base_revision=v1.revision, text="States the price", points=3, tag="important")
+    authoring_services.criterion_update(
+        criterion=criterion, user=team.author, base_revision=v1.revision, text="States the price", points=3, tag="important"
+    )
     v2 = task.rubric_versions.get(number=2)
     with django_capture_on_commit_callbacks(execute=False):
         grades = batch_regrade(batch=batch, user=team.author, rubric_version=v2)
@@ -186,7 +220,9 @@ def test_a_grade_whose_worker_keeps_dying_fails_with_a_reason(task, endpoint, fa
     fake_llm.responder = judge_by_keyword
     rubric = task.rubric_versions.order_by("-number").first()
     run = ProbeRun.objects.create(env_task=task, rubric_version=rubric)
-    grade = grade_request(rubric_version=rubric, judge_endpoint=endpoint, probe=ProbeAnswer.objects.create(run=run, kind="test", label="t", answer="x"))
+    grade = grade_request(
+        rubric_version=rubric, judge_endpoint=endpoint, probe=ProbeAnswer.objects.create(run=run, kind="test", label="t", answer="x")
+    )
     dead = timezone.now() - timedelta(hours=1)
     Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, attempts=2, heartbeat_at=dead)  # two deliveries died
     grade_execute(grade_id=grade.pk)  # the third runs it through
@@ -211,10 +247,16 @@ def test_a_second_message_for_a_running_grade_leaves_it_alone_while_its_worker_i
     fake_llm.responder = judge_by_keyword
     rubric = task.rubric_versions.order_by("-number").first()
     run = ProbeRun.objects.create(env_task=task, rubric_version=rubric)
-    grade = grade_request(rubric_version=rubric, judge_endpoint=endpoint, probe=ProbeAnswer.objects.create(run=run, kind="test", label="t", answer="The price."))
+    grade = grade_request(
+        rubric_version=rubric,
+        judge_endpoint=endpoint,
+        probe=ProbeAnswer.objects.create(run=run, kind="test", label="t", answer="The price."),
+    )
     now = timezone.now()
     fresh = now - timedelta(seconds=settings.JOB_STALE_SECONDS - 5)
-    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, attempts=1, started_at=now - timedelta(hours=2), heartbeat_at=fresh)
+    Grade.objects.filter(pk=grade.pk).update(
+        status=GradeStatus.RUNNING, attempts=1, started_at=now - timedelta(hours=2), heartbeat_at=fresh
+    )
     grade_execute(grade_id=grade.pk)
     assert (Grade.objects.get(pk=grade.pk).status, len(fake_llm.requests)) == (GradeStatus.RUNNING, 0)
     Grade.objects.filter(pk=grade.pk).update(heartbeat_at=now - timedelta(seconds=settings.JOB_STALE_SECONDS + 5))
@@ -231,13 +273,21 @@ def test_grades_whose_message_was_lost_are_sent_again_once(task, endpoint, fake_
     run = ProbeRun.objects.create(env_task=task, rubric_version=rubric)
     with django_capture_on_commit_callbacks(execute=False):  # the messages are lost
         lost, died, fresh, busy = (
-            grade_request(rubric_version=rubric, judge_endpoint=endpoint, probe=ProbeAnswer.objects.create(run=run, kind="test", label=f"{i}", answer="The price."))
+            grade_request(
+                rubric_version=rubric,
+                judge_endpoint=endpoint,
+                probe=ProbeAnswer.objects.create(run=run, kind="test", label=f"{i}", answer="The price."),
+            )
             for i in range(4)
         )
     hour_ago = timezone.now() - timedelta(hours=1)
     Grade.objects.filter(pk__in=[lost.pk, died.pk, busy.pk]).update(created_at=hour_ago)
-    Grade.objects.filter(pk=died.pk).update(status=GradeStatus.RUNNING, attempts=1, started_at=hour_ago, heartbeat_at=hour_ago)  # its worker died an hour ago
-    Grade.objects.filter(pk=busy.pk).update(status=GradeStatus.RUNNING, attempts=1, started_at=hour_ago, heartbeat_at=timezone.now())  # alive: left alone
+    Grade.objects.filter(pk=died.pk).update(
+        status=GradeStatus.RUNNING, attempts=1, started_at=hour_ago, heartbeat_at=hour_ago
+    )  # its worker died an hour ago
+    Grade.objects.filter(pk=busy.pk).update(
+        status=GradeStatus.RUNNING, attempts=1, started_at=hour_ago, heartbeat_at=timezone.now()
+    )  # alive: left alone
     assert grades_recover() == 2  # sent again and, eagerly, run
     assert {g.pk: g.status for g in Grade.objects.all()} == {
         lost.pk: GradeStatus.GRADED, died.pk: GradeStatus.GRADED, fresh.pk: GradeStatus.QUEUED, busy.pk: GradeStatus.RUNNING,

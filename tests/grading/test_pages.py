@@ -27,11 +27,13 @@ WEAK = [("States the purchase price of $12m", 5, {"check": "contains", "value": 
 ANSWERS = ["The purchase price is $12,000,000.", "The price is $12m per the signed SPA.", "The price could be $12m or $15m.",
            "Roughly 12 to 15 million, unclear."]
 TIGHT = {"check": "regex", "pattern": r"price is \$12(,000,000|m)\b", "flags": "i"}
-NASTY = '<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x</a><div hx-get="/evil" hx-trigger="load">y</div>'
+NASTY = ('<script>alert(1)</script><img src=x onerror="alert(2)"><a href="javascript:alert(3)">x</a>'
+         '<div hx-get="/evil" hx-trigger="load">y</div>')
 
 
 def demo_task(team, world, criteria=WEAK):
-    env_task = authoring_services.env_task_create(world=world, user=team.author, title="State the price", prompt="Read the data room and state the purchase price.",
+    env_task = authoring_services.env_task_create(world=world, user=team.author, title="State the price",
+                                                  prompt="Read the data room and state the purchase price.",
                                                   reference_answer="The purchase price is $12,000,000.")
     for text, points, config in criteria:
         rubric = env_task.rubric_versions.order_by("-number").first()
@@ -77,7 +79,8 @@ def author_client(client, team):
 def tighten(demo, team):
     """Rubric v2: the fooled criterion made strict (the batch froze v1)."""
     criterion = demo.rubric.criteria.get(position=1)
-    authoring_services.criterion_update(criterion=criterion, user=team.author, base_revision=demo.rubric.revision, text="States that the price is $12m",
+    authoring_services.criterion_update(criterion=criterion, user=team.author, base_revision=demo.rubric.revision,
+                                        text="States that the price is $12m",
                                         points=5, tag="essential", grader_kind="check", grader_config=TIGHT)
     return demo.task.rubric_versions.get(number=2)
 
@@ -127,7 +130,11 @@ def test_panel_without_a_batch_says_what_to_do(author_client, team, world):
 
 def test_agreement_sits_next_to_each_criterion_of_the_current_rubric(author_client, demo, team):
     mentions = demo.rubric.criteria.get(position=2)
-    author_client.post(reverse("batch-expert-verdict", args=[demo.batch.pk]), {"rollout": demo.rollouts[0].pk, "criterion": mentions.pk, "verdict": "not_met"}, **HX)
+    author_client.post(
+        reverse("batch-expert-verdict", args=[demo.batch.pk]),
+        {"rollout": demo.rollouts[0].pk, "criterion": mentions.pk, "verdict": "not_met"},
+        **HX,
+    )
     html = author_client.get(reverse("task-verifier", args=[demo.task.pk]) + "?part=agreement", **HX).content.decode()
     row = re.search(rf'<tr id="q-agreement-{mentions.pk}">(.*?)</tr>', html, re.S).group(1)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
@@ -137,7 +144,9 @@ def test_agreement_sits_next_to_each_criterion_of_the_current_rubric(author_clie
     assert "not graded yet (new or changed since version 1)" in html and ">0.67<" in html
 
 
-def test_judge_prompt_is_shown_escaped_for_the_chosen_criterion(author_client, team, world, endpoint, fake_llm, django_capture_on_commit_callbacks):
+def test_judge_prompt_is_shown_escaped_for_the_chosen_criterion(
+    author_client, team, world, endpoint, fake_llm, django_capture_on_commit_callbacks
+):
     env_task = demo_task(team, world, [(f"Says {NASTY}", 2, {"sees": ["answer", "trajectory"]}), *WEAK])
     graded_batch(env_task, team.author, endpoint, fake_llm, django_capture_on_commit_callbacks, answers=["The price is $12m."],
                  judge=lambda request: Reply(structured={"explanation": "ok", "criteria_met": True}))
@@ -187,8 +196,8 @@ def test_invalid_settings_are_refused_and_change_nothing(author_client, demo, da
 
 def test_the_settings_service_validates_and_skips_no_op_saves(team, demo):
     rubric = demo.rubric
-    same = authoring_services.rubric_settings_update(env_task=demo.task, user=team.author, base_revision=rubric.revision, pass_threshold=0.7,
-                                                     all_must_pass=False, judge_samples=1)
+    same = authoring_services.rubric_settings_update(env_task=demo.task, user=team.author, base_revision=rubric.revision,
+                                                     pass_threshold=0.7, all_must_pass=False, judge_samples=1)
     assert same.pk == rubric.pk and demo.task.rubric_versions.count() == 1
     for bad in ({"pass_threshold": -0.1}, {"pass_threshold": float("nan")}, {"judge_samples": 0}, {"all_must_pass": "yes"}):
         with pytest.raises(ApplicationError):
@@ -197,10 +206,10 @@ def test_the_settings_service_validates_and_skips_no_op_saves(team, demo):
     with pytest.raises(ApplicationError, match="cannot edit"):
         authoring_services.rubric_settings_update(env_task=demo.task, user=team.reviewer, base_revision=rubric.revision, pass_threshold=0.5,
                                                   all_must_pass=False, judge_samples=3)
-    fresh = authoring_services.rubric_settings_update(env_task=demo.task, user=team.author, base_revision=rubric.revision, pass_threshold=0.5,
-                                                      all_must_pass=False, judge_samples=4)
-    again = authoring_services.rubric_settings_update(env_task=demo.task, user=team.author, base_revision=fresh.revision, pass_threshold=0.6,
-                                                      all_must_pass=False, judge_samples=5)
+    fresh = authoring_services.rubric_settings_update(env_task=demo.task, user=team.author, base_revision=rubric.revision,
+                                                      pass_threshold=0.5, all_must_pass=False, judge_samples=4)
+    again = authoring_services.rubric_settings_update(env_task=demo.task, user=team.author, base_revision=fresh.revision,
+                                                      pass_threshold=0.6, all_must_pass=False, judge_samples=5)
     assert fresh.number == again.number == 2 and again.revision == fresh.revision + 1  # an unfrozen version is edited in place
 
 
@@ -208,8 +217,12 @@ def test_a_reviewer_reads_the_panel_but_edits_nothing(client, team, demo):
     client.force_login(team.reviewer)
     html = client.get(reverse("task-verifier", args=[demo.task.pk]), **HX).content.decode()
     assert "Save grading settings" not in html and "Run the probes" not in html and "Pass threshold <strong>0.7</strong>" in html
-    refused = client.post(reverse("task-rubric-settings", args=[demo.task.pk]), {"pass_threshold": "0.5", "judge_samples": "1", "revision": demo.rubric.revision}, **HX)
-    assert refused.status_code == 422 and demo.task.rubric_versions.count() == 1
+    refused = client.post(
+        reverse("task-rubric-settings", args=[demo.task.pk]),
+        {"pass_threshold": "0.5", "judge_samples": "1", "revision": demo.rubric.revision},
+        **HX,
+    )
+    assert refused.status_code == 403 and demo.task.rubric_versions.count() == 1
 
 
 # --- The grader in the criterion forms ----------------------------------------------------------------
@@ -241,7 +254,11 @@ def test_a_criterion_is_added_with_a_check_and_edited_to_a_judge(author_client, 
     criterion.refresh_from_db()
     assert (criterion.grader_kind, criterion.grader_config) == ("llm_judge", {"sees": ["answer", "files"]})
     rubric.refresh_from_db()  # a form without grader fields keeps the grader
-    author_client.post(reverse("criterion-row", args=[criterion.pk]), {"text": "Renamed", "points": 3, "tag": "essential", "revision": rubric.revision}, **HX)
+    author_client.post(
+        reverse("criterion-row", args=[criterion.pk]),
+        {"text": "Renamed", "points": 3, "tag": "essential", "revision": rubric.revision},
+        **HX,
+    )
     criterion.refresh_from_db()
     assert (criterion.text, criterion.grader_config) == ("Renamed", {"sees": ["answer", "files"]})
 
@@ -284,16 +301,29 @@ def test_probes_run_poll_and_flag_the_fooled_criterion(author_client, demo, endp
     html = started.content.decode()
     assert started.status_code == 200 and html.lstrip().startswith('<div id="q-probes"') and 'hx-trigger="every 2s"' in html
     run = ProbeRun.objects.get(env_task=demo.task)
-    assert run.answers.count() == 7 and run.rubric_version == demo.rubric
+    # Built from the task: a hedge on $12,000,000, a near miss, the bare conclusion, the rubric's terms, a claimed review,
+    # the prompt, an empty answer, a refusal, and the reference answer as the control.
+    assert run.answers.count() == 9 and run.rubric_version == demo.rubric
+    assert '<progress value="0" max="9"></progress>' in html and "0 of 9 probes graded" in html  # the progress while they are graded
     run_pending_grades()
     html = author_client.get(url, **HX).content.decode()
-    assert "every 2s" not in html and "2 flagged" in html
+    assert "every 2s" not in html and "1 flagged" in html and 'id="q-probe-status">1 probe flagged<' in html
     hedging = run.answers.get(kind="hedging")
     row = re.search(rf'<tr id="q-probe-{hedging.pk}" class="q-flagged">(.*?)</tr>', html, re.S).group(1)
     fooled = demo.rubric.criteria.get(position=1)
-    assert "States the purchase price of $12m" in row and f'href="{reverse("task-editor", args=[demo.task.pk])}#criterion-{fooled.pk}"' in row
+    assert (
+        "States the purchase price of $12m" in row and f'href="{reverse("task-editor", args=[demo.task.pk])}#criterion-{fooled.pk}"' in row
+    )
+    # Under it, the fix for each fooled criterion (both are checks: change the check) and a pitfall worth what the hedge scored.
+    fix = re.search(rf'<tr class="q-fix-row" id="q-probe-{hedging.pk}-fix">(.*?)</tr>', html, re.S).group(1)
+    assert "It is a deterministic check: make it require" in fix and "Use this wording" not in fix
+    assert "Hedges: gives several candidate values" in fix and "<strong>-6</strong> points" in fix
+    assert f'action="{reverse("criterion-add", args=[demo.task.pk])}"' in fix and 'name="tag" value="pitfall"' in fix
     refusal = run.answers.get(kind="refusal")
     assert f'<tr id="q-probe-{refusal.pk}" class="">' in html
+    near_miss = run.answers.get(kind="near_miss")  # $13,200,000: the "12" check is not fooled by it
+    assert near_miss.detail == {"fact": "$12,000,000", "wrong": "$13,200,000", "fact_kind": "amount"}
+    assert f'<tr id="q-probe-{near_miss.pk}" class="">' in html
 
 
 def test_on_the_task_page_a_fooled_criterion_opens_for_editing_in_place(author_client, demo, endpoint):
@@ -309,53 +339,56 @@ def test_the_cheat_is_written_on_the_grading_queue_after_the_request_and_then_gr
                                                                                      django_capture_on_commit_callbacks):
     url = reverse("task-probes", args=[demo.task.pk])
     fake_llm.reset()
-    fake_llm.script(Reply(structured={"answers": ["The price is 12, as the rubric asks."]}))
+    fake_llm.responder = lambda request: Reply(structured={"answers": ["The price is 12, as the rubric asks."]})
     with django_capture_on_commit_callbacks(execute=True) as sent:
         response = author_client.post(url, {"judge_endpoint": endpoint.pk, "cheat_endpoint": endpoint.pk}, **HX)
         asked_before_the_answer = len(fake_llm.requests)  # (the commit's callbacks, the job's sending, run after this block)
     html = response.content.decode()
     assert response.status_code == 200 and asked_before_the_answer == 0
-    assert "Writing a cheat answer with the model…" in html and 'hx-trigger="every 2s"' in html and "Model-written cheat" not in html
+    assert "Writing the cheat answers with the model…" in html and 'hx-trigger="every 2s"' in html and "Model-written" not in html
+    assert "0 of 5 kinds of cheat written" in html
     assert any(getattr(c, "__qualname__", "").startswith("probe_run_start") for c in sent)
-    # The job ran (eagerly, once committed): the cheat is written and queued for grading like the other probes.
+    # The job ran (eagerly, once committed): one call per kind of cheat, each cheat queued for grading like the other probes.
     run = ProbeRun.objects.get(env_task=demo.task)
-    assert (run.status, len(fake_llm.requests), run.answers.filter(kind="model_cheat").count()) == ("ready", 1, 1)
+    assert (run.status, len(fake_llm.requests), run.answers.filter(kind="model_cheat").count()) == ("ready", 5, 5)
     polled = author_client.get(url, **HX).content.decode()
-    assert "Writing a cheat answer" not in polled and "Model-written cheat 1" in polled
+    assert "Writing the cheat answers" not in polled and "Model-written hedge 1" in polled and "Model-written near miss 1" in polled
     run_pending_grades()
     done = author_client.get(url, **HX).content.decode()
-    assert "every 2s" not in done and "3 flagged" in done  # the cheat mentions 12 and the price: it fools both criteria
-    cheat = run.answers.get(kind="model_cheat")
+    assert "every 2s" not in done and "6 flagged" in done  # each cheat mentions 12 and the price: it fools both criteria (and the hedge)
+    cheat = run.answers.filter(kind="model_cheat").first()
     assert f'<tr id="q-probe-{cheat.pk}" class="q-flagged">' in done
     # A second message for the same run is a no-op: no model call, no second cheat.
     from verification.tasks import probe_run_write_cheats
 
     probe_run_write_cheats.delay(run.pk)
-    assert (len(fake_llm.requests), run.answers.count()) == (1, 8)
+    assert (len(fake_llm.requests), run.answers.count()) == (5, 14)
 
 
 def test_a_failed_cheat_shows_its_reason_and_stops_polling(author_client, demo, endpoint, fake_llm, django_capture_on_commit_callbacks):
     from verification.services import probe_run_write_cheats
 
     url = reverse("task-probes", args=[demo.task.pk])
-    fake_llm.script(*[Reply(status=400, content="no such model")] * 4)
+    fake_llm.responder = lambda request: Reply(status=400, content="no such model")
     author_client.post(url, {"judge_endpoint": endpoint.pk, "cheat_endpoint": endpoint.pk}, **HX)
     probe_run_write_cheats(probe_run_id=ProbeRun.objects.get(env_task=demo.task).pk)
     run_pending_grades()
     html = author_client.get(url, **HX).content.decode()
-    assert "every 2s" not in html and "Writing a cheat answer" not in html
+    assert "every 2s" not in html and "Writing the cheat answers" not in html
     assert re.search(r'id="q-probe-cheats-failed">No model-written cheat in this run: The cheat-writing model failed: ', html)
 
 
 def test_probe_answers_written_by_a_model_are_escaped(author_client, demo, endpoint, fake_llm):
     from verification.services import probe_run_write_cheats
 
-    fake_llm.script(Reply(structured={"answers": [NASTY + " price 12"]}))
-    response = author_client.post(reverse("task-probes", args=[demo.task.pk]), {"judge_endpoint": endpoint.pk, "cheat_endpoint": endpoint.pk}, **HX)
+    fake_llm.responder = lambda request: Reply(structured={"answers": [NASTY + " price 12"]})
+    response = author_client.post(
+        reverse("task-probes", args=[demo.task.pk]), {"judge_endpoint": endpoint.pk, "cheat_endpoint": endpoint.pk}, **HX
+    )
     probe_run_write_cheats(probe_run_id=ProbeRun.objects.get(env_task=demo.task).pk)
     run_pending_grades()
     html = author_client.get(reverse("task-probes", args=[demo.task.pk]), **HX).content.decode()
-    assert response.status_code == 200 and "Model-written cheat 1" in html
+    assert response.status_code == 200 and "Model-written hedge 1" in html
     assert_sanitized(html)
 
 
@@ -378,11 +411,13 @@ def test_the_grades_page_lists_every_grade_with_its_verdicts(author_client, demo
         assert fragment.lstrip().startswith(starts), part
 
 
-def test_judge_rationales_are_escaped_and_failed_grades_show_their_error(author_client, team, world, endpoint, fake_llm, django_capture_on_commit_callbacks):
+def test_judge_rationales_are_escaped_and_failed_grades_show_their_error(
+    author_client, team, world, endpoint, fake_llm, django_capture_on_commit_callbacks
+):
     env_task = demo_task(team, world, [("Names the buyer", 2, {"sees": ["answer"]}), *WEAK])
     judgements = iter([Reply(structured={"explanation": NASTY, "criteria_met": True}), *[Reply(content="not json")] * 8])
-    batch = graded_batch(env_task, team.author, endpoint, fake_llm, django_capture_on_commit_callbacks, answers=["Acme buys for $12m.", "Acme."],
-                         judge=lambda request: next(judgements))
+    batch = graded_batch(env_task, team.author, endpoint, fake_llm, django_capture_on_commit_callbacks,
+                         answers=["Acme buys for $12m.", "Acme."], judge=lambda request: next(judgements))
     grades = list(Grade.objects.filter(rollout__batch=batch).order_by("rollout__index"))
     assert [g.status for g in grades] == [GradeStatus.GRADED, GradeStatus.FAILED]
     html = author_client.get(reverse("batch-quality", args=[batch.pk])).content.decode()
@@ -397,7 +432,9 @@ def test_expert_verdict_toggle_saves_and_refreshes_agreement(client, team, demo)
     url = reverse("batch-expert-verdict", args=[demo.batch.pk])
     response = client.post(url, {"rollout": rollout.pk, "criterion": criterion.pk, "verdict": "not_met"}, **HX)
     html = response.content.decode()
-    assert response.status_code == 200 and html.lstrip().startswith(f'<tr id="q-ev-{rollout.pk}-{criterion.pk}" class="q-verdict q-disagree">')
+    assert response.status_code == 200 and html.lstrip().startswith(
+        f'<tr id="q-ev-{rollout.pk}-{criterion.pk}" class="q-verdict q-disagree">'
+    )
     assert re.search(r'value="not_met" class="icon q-on" aria-pressed="true"', html) and "You disagree with the judge" in html
     assert json.loads(response["HX-Trigger-After-Swap"]) == {"expert-verdicts-changed": True}
     assert ExpertVerdict.objects.get(rollout=rollout, criterion=criterion, expert=team.reviewer).met is False
@@ -413,7 +450,8 @@ def test_expert_verdict_toggle_saves_and_refreshes_agreement(client, team, demo)
 def test_an_expert_verdict_on_another_tasks_criterion_is_refused(author_client, demo, team, world):
     other = demo_task(team, world, WEAK)
     response = author_client.post(reverse("batch-expert-verdict", args=[demo.batch.pk]),
-                                  {"rollout": demo.rollouts[0].pk, "criterion": other.rubric_versions.get().criteria.first().pk, "verdict": "met"}, **HX)
+                                  {"rollout": demo.rollouts[0].pk, "criterion": other.rubric_versions.get().criteria.first().pk,
+                                   "verdict": "met"}, **HX)
     assert response.status_code == 404 and not ExpertVerdict.objects.exists()
 
 
@@ -466,7 +504,7 @@ def test_plain_regrade_redirects_and_a_reviewer_may_not_regrade(client, team, de
     tighten(demo, team)
     client.force_login(team.reviewer)
     refused = client.post(reverse("batch-regrade", args=[demo.batch.pk]), **HX)
-    assert refused.status_code == 422 and "cannot edit content" in refused.content.decode()
+    assert refused.status_code == 403 and "cannot edit content" in refused.content.decode()
     assert not Grade.objects.filter(rubric_version__number=2).exists()
     client.force_login(team.author)
     with django_capture_on_commit_callbacks(execute=False):

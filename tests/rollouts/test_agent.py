@@ -30,7 +30,10 @@ def start(task, team, endpoint, django_capture_on_commit_callbacks, **kw):
 
 def test_multi_step_tool_use_with_parallel_calls_is_saved_step_by_step(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
     fake_llm.script(
-        Reply(content="Let me look.", tool_calls=[{"name": "list_files", "arguments": {}}, {"name": "search_files", "arguments": {"query": "price"}}]),
+        Reply(
+            content="Let me look.",
+            tool_calls=[{"name": "list_files", "arguments": {}}, {"name": "search_files", "arguments": {"query": "price"}}],
+        ),
         Reply(content=None, tool_calls=[{"name": "read_file", "arguments": {"path": "Deal/Doc 1.md"}}]),
         Reply(content="The purchase price is $12m (Deal/Doc 1.md)."),
     )
@@ -114,7 +117,9 @@ def test_writes_land_in_the_rollouts_own_overlay(team, task, endpoint, fake_llm,
     assert second.overlay_id != first.overlay_id and not OverlayEntry.objects.filter(overlay=second.overlay).exists()
 
 
-def test_the_claim_reads_the_overlay_and_what_was_written_into_it_before_the_start(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+def test_the_claim_reads_the_overlay_and_what_was_written_into_it_before_the_start(
+    team, task, endpoint, fake_llm, django_capture_on_commit_callbacks
+):
     from workspace.services import overlay_entry_upsert
 
     batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
@@ -145,7 +150,9 @@ def test_no_tools_baseline_answers_from_the_prompt_alone(team, task, endpoint, f
     assert batch.rollouts.get().final_answer == "Probably $10m."
 
 
-def test_a_killed_rollout_resumes_from_its_last_saved_step_and_a_duplicate_does_nothing(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+def test_a_killed_rollout_resumes_from_its_last_saved_step_and_a_duplicate_does_nothing(
+    team, task, endpoint, fake_llm, django_capture_on_commit_callbacks
+):
     batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
     rollout = batch.rollouts.get()
     # The first delivery saved a model step asking for two tools and one result, then died.
@@ -159,7 +166,12 @@ def test_a_killed_rollout_resumes_from_its_last_saved_step_and_a_duplicate_does_
     rollout_execute(rollout_id=rollout.pk)
     rollout.refresh_from_db()
     assert rollout.status == RolloutStatus.COMPLETED and rollout.attempts == 2
-    assert list(rollout.steps.values_list("index", "kind", "tool_call_id")) == [(0, "model", ""), (1, "tool", "a"), (2, "tool", "b"), (3, "model", "")]
+    assert list(rollout.steps.values_list("index", "kind", "tool_call_id")) == [
+        (0, "model", ""),
+        (1, "tool", "a"),
+        (2, "tool", "b"),
+        (3, "model", ""),
+    ]
     assert len(fake_llm.requests) == 1 and fake_llm.requests[0].body["messages"][-1]["tool_call_id"] == "b"
     rollout_execute(rollout_id=rollout.pk)  # delivered again: finished rollouts are left alone
     assert rollout.steps.count() == 4 and len(fake_llm.requests) == 1
@@ -184,7 +196,9 @@ def test_a_batch_freezes_the_task_and_rubric_it_runs_against(team, task, endpoin
     assert task.rubric_versions.count() == 2 and batch.rubric_version.criteria.count() == 2
 
 
-@pytest.mark.parametrize(("field", "value", "message"), [("n", 65, "between 1 and 64"), ("n", 0, "between 1 and 64"), ("max_steps", 0, "Max steps")])
+@pytest.mark.parametrize(
+    ("field", "value", "message"), [("n", 65, "between 1 and 64"), ("n", 0, "between 1 and 64"), ("max_steps", 0, "Max steps")]
+)
 def test_bad_batch_settings_are_refused(team, task, endpoint, field, value, message):
     with pytest.raises(ApplicationError, match=message):
         services.rollout_batch_start(env_task=task, user=team.author, endpoint=endpoint, **{"n": 1, field: value})
@@ -208,7 +222,9 @@ def test_the_scripted_sample_model_walks_a_labelled_trajectory(team, task, djang
 def test_a_duplicate_message_for_a_live_rollout_does_nothing(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
     batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
     rollout = batch.rollouts.get()
-    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=3, started_at=timezone.now(), heartbeat_at=timezone.now())
+    Rollout.objects.filter(pk=rollout.pk).update(
+        status=RolloutStatus.RUNNING, attempts=3, started_at=timezone.now(), heartbeat_at=timezone.now()
+    )
     rollout_execute(rollout_id=rollout.pk)  # another worker is alive and beating: leave it alone
     rollout.refresh_from_db()
     assert rollout.status == RolloutStatus.RUNNING and rollout.attempts == 3 and fake_llm.requests == []
@@ -221,7 +237,9 @@ def test_a_claim_that_takes_nothing_reads_no_overlay(team, task, endpoint, djang
     batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
     rollout = batch.rollouts.get()
     overlay_entry_upsert(overlay=rollout.overlay, path="Notes/Big.md", kind="file", format="md", content="x" * 1000, metadata={})
-    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now(), heartbeat_at=timezone.now())
+    Rollout.objects.filter(pk=rollout.pk).update(
+        status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now(), heartbeat_at=timezone.now()
+    )
     with django_assert_num_queries(1):  # the claim's UPDATE, which took nothing
         assert agent._claim(rollout.pk, timezone.now()) is None  # a live rollout: a duplicate message takes nothing
     Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.QUEUED, attempts=0, heartbeat_at=None)
@@ -357,7 +375,9 @@ def test_a_duplicate_delivery_that_loses_the_race_keeps_its_model_call_in_the_lo
     assert ModelCall.objects.filter(purpose="rollout").count() == 1
 
 
-def test_a_rollout_whose_worker_died_after_a_cancel_is_cancelled_not_resumed(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+def test_a_rollout_whose_worker_died_after_a_cancel_is_cancelled_not_resumed(
+    team, task, endpoint, fake_llm, django_capture_on_commit_callbacks
+):
     batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
     rollout = batch.rollouts.get()
     Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now(), heartbeat_at=None)
@@ -368,7 +388,9 @@ def test_a_rollout_whose_worker_died_after_a_cancel_is_cancelled_not_resumed(tea
     assert fake_llm.requests == []
 
 
-def test_a_batch_is_read_once_for_its_rollouts_and_an_endpoint_edit_reaches_later_ones(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks, monkeypatch):
+def test_a_batch_is_read_once_for_its_rollouts_and_an_endpoint_edit_reaches_later_ones(
+    team, task, endpoint, fake_llm, django_capture_on_commit_callbacks, monkeypatch
+):
     from rollouts import agent
 
     batch = start(task, team, endpoint, django_capture_on_commit_callbacks, n=3, mode="no_tools")
@@ -381,7 +403,11 @@ def test_a_batch_is_read_once_for_its_rollouts_and_an_endpoint_edit_reaches_late
     claim = 2
     assert queries.captured_queries[0]["sql"].startswith('UPDATE "rollouts_rollout"')
     selects = [q["sql"] for q in queries.captured_queries[claim:] if q["sql"].startswith("SELECT")]
-    assert not [sql for sql in selects if any(table in sql for table in ("rolloutbatch", "modelendpoint", "envtask", "authoring_world", "rollouts_rollout", "criterion"))], selects
+    assert not [
+        sql
+        for sql in selects
+        if any(table in sql for table in ("rolloutbatch", "modelendpoint", "envtask", "authoring_world", "rollouts_rollout", "criterion"))
+    ], selects
     assert Grade.objects.filter(rollout=second).count() == 1  # its rubric has criteria: queued for grading
     ModelEndpoint.objects.filter(pk=endpoint.pk).update(enabled=False)
     monkeypatch.setattr(agent, "BATCH_SECONDS", 0.0)  # the window has passed
@@ -391,7 +417,9 @@ def test_a_batch_is_read_once_for_its_rollouts_and_an_endpoint_edit_reaches_late
     assert "disabled" in batch.rollouts.get(index=2).reason
 
 
-def test_a_completed_rollout_of_a_rubric_without_criteria_is_not_graded(team, world, endpoint, fake_llm, django_capture_on_commit_callbacks):
+def test_a_completed_rollout_of_a_rubric_without_criteria_is_not_graded(
+    team, world, endpoint, fake_llm, django_capture_on_commit_callbacks
+):
     bare = authoring_services.env_task_create(world=world, user=team.author, title="Bare", prompt="Price?", reference_answer="$12m")
     fake_llm.responder = lambda request: Reply(content="$12m")
     batch = start(bare, team, endpoint, django_capture_on_commit_callbacks, mode="no_tools")
@@ -399,7 +427,9 @@ def test_a_completed_rollout_of_a_rubric_without_criteria_is_not_graded(team, wo
     assert batch.rollouts.get().status == RolloutStatus.COMPLETED and not Grade.objects.exists()
 
 
-def test_a_model_call_stays_in_the_log_when_its_read_is_interrupted(team, task, endpoint, fake_llm, monkeypatch, django_capture_on_commit_callbacks):
+def test_a_model_call_stays_in_the_log_when_its_read_is_interrupted(
+    team, task, endpoint, fake_llm, monkeypatch, django_capture_on_commit_callbacks
+):
     from rollouts import agent
 
     batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
@@ -436,7 +466,9 @@ def test_a_resumed_write_is_not_made_twice(team, task, endpoint, fake_llm, djang
 
 
 @pytest.mark.parametrize("deleted", [True, False])
-def test_a_resumed_delete_of_a_file_only_the_overlay_had_is_not_made_twice(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks, deleted):
+def test_a_resumed_delete_of_a_file_only_the_overlay_had_is_not_made_twice(
+    team, task, endpoint, fake_llm, django_capture_on_commit_callbacks, deleted
+):
     """Deleting a file the world never had leaves no entry behind; the overlay still knows it changed."""
     from workspace.services import overlay_entry_delete, overlay_entry_upsert
 
@@ -458,7 +490,9 @@ def test_a_resumed_delete_of_a_file_only_the_overlay_had_is_not_made_twice(team,
     assert batch.rollouts.get().status == RolloutStatus.COMPLETED
 
 
-def test_the_world_is_read_once_for_a_batchs_rollouts_and_an_edit_reaches_later_ones(team, task, endpoint, fake_llm, monkeypatch, django_capture_on_commit_callbacks):
+def test_the_world_is_read_once_for_a_batchs_rollouts_and_an_edit_reaches_later_ones(
+    team, task, endpoint, fake_llm, monkeypatch, django_capture_on_commit_callbacks
+):
     from rollouts import agent
 
     batch = start(task, team, endpoint, django_capture_on_commit_callbacks, n=3)

@@ -28,7 +28,10 @@ def api_for(db):
 
 def script(fake_llm, answer: str = "The price is $12m.") -> None:
     fake_llm.script(
-        Reply(content="Looking.", tool_calls=[{"name": "list_files", "arguments": {}}, {"name": "read_file", "arguments": {"path": "Deal/Doc 1.md"}}]),
+        Reply(
+            content="Looking.",
+            tool_calls=[{"name": "list_files", "arguments": {}}, {"name": "read_file", "arguments": {"path": "Deal/Doc 1.md"}}],
+        ),
         Reply(content=answer),
     )
 
@@ -41,7 +44,9 @@ def start(api, env_task, capture, body: dict):
 
 def test_start_a_batch_follow_it_and_read_its_rollouts(team, env_task, endpoint, fake_llm, api_for, django_capture_on_commit_callbacks):
     api = api_for(team.author)
-    response, callbacks = start(api, env_task, django_capture_on_commit_callbacks, {"endpoint": endpoint.pk, "n": 2, "temperature": 0.3, "max_steps": 5})
+    response, callbacks = start(
+        api, env_task, django_capture_on_commit_callbacks, {"endpoint": endpoint.pk, "n": 2, "temperature": 0.3, "max_steps": 5}
+    )
     assert response.status_code == 202, response.json()
     data = response.json()
     batch = RolloutBatch.objects.get()
@@ -112,7 +117,9 @@ def test_file_changes_come_with_the_rollout(team, env_task, endpoint, fake_llm, 
     ],
 )
 def test_invalid_starts_are_a_400_and_start_nothing(team, env_task, endpoint, api_for, django_capture_on_commit_callbacks, body, message):
-    response, callbacks = start(api_for(team.author), env_task, django_capture_on_commit_callbacks, {"endpoint": endpoint.pk, "n": 2, **body})
+    response, callbacks = start(
+        api_for(team.author), env_task, django_capture_on_commit_callbacks, {"endpoint": endpoint.pk, "n": 2, **body}
+    )
     assert response.status_code == 400 and message in str(response.json())
     assert not RolloutBatch.objects.exists() and not callbacks
 
@@ -123,14 +130,14 @@ def test_a_disabled_endpoint_and_a_reviewer_are_refused(team, env_task, endpoint
     assert response.status_code == 400 and "no enabled model endpoint" in response.json()["detail"]
     ModelEndpoint.objects.filter(pk=endpoint.pk).update(enabled=True)
     response, _ = start(api_for(team.reviewer), env_task, django_capture_on_commit_callbacks, {"endpoint": endpoint.pk})
-    assert response.status_code == 400 and "cannot edit content" in response.json()["detail"]
+    assert response.status_code == 403 and "cannot edit content" in response.json()["detail"]
     assert not RolloutBatch.objects.exists()
 
 
 def test_cancel_through_the_api(team, env_task, endpoint, api_for, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):
         batch = rollout_batch_start(env_task=env_task, user=team.author, endpoint=endpoint, n=3)
-    assert api_for(team.reviewer).post(f"/api/batches/{batch.pk}/cancel/").status_code == 400
+    assert api_for(team.reviewer).post(f"/api/batches/{batch.pk}/cancel/").status_code == 403
     assert batch.rollouts.filter(status=RolloutStatus.QUEUED).count() == 3
     response = api_for(team.author).post(f"/api/batches/{batch.pk}/cancel/")
     assert response.status_code == 200

@@ -137,7 +137,8 @@ def test_reviewer_reads_batches_but_has_no_run_form(client, team, task, endpoint
 
 def test_run_trials_starts_a_frozen_batch_and_opens_its_live_page(author_client, team, task, endpoint, django_capture_on_commit_callbacks):
     batch = start(author_client, task, endpoint, django_capture_on_commit_callbacks, n=3, mode="no_tools")
-    assert (batch.n, batch.mode, batch.temperature, batch.max_steps, batch.max_output_tokens, batch.time_limit_seconds) == (3, "no_tools", 0.7, 10, 1000, 300)
+    assert (batch.n, batch.mode, batch.temperature, batch.max_steps, batch.max_output_tokens,
+            batch.time_limit_seconds) == (3, "no_tools", 0.7, 10, 1000, 300)
     assert batch.created_by == team.author and batch.task_snapshot["prompt"] == task.prompt
     assert batch.rubric_version.is_frozen and batch.rollouts.filter(status="queued").count() == 3
     # The panel lists it, and polls while it is unfinished.
@@ -157,7 +158,9 @@ def test_run_trials_starts_a_frozen_batch_and_opens_its_live_page(author_client,
     [({"n": 65}, "Number of rollouts: Ensure this value is less than or equal to 64."), ({"temperature": "3"}, "Temperature")],
 )
 def test_invalid_trials_are_refused_in_the_form_and_keep_what_was_typed(author_client, task, endpoint, overrides, message):
-    response = author_client.post(reverse("task-trials", args=[task.pk]), trials_form(endpoint, system_prompt="My own instructions.", **overrides), **HX)
+    response = author_client.post(
+        reverse("task-trials", args=[task.pk]), trials_form(endpoint, system_prompt="My own instructions.", **overrides), **HX
+    )
     assert response.status_code == 422
     body = text(response)
     assert body.lstrip().startswith('<form id="trials-form"') and message in body and "Not started." in body
@@ -168,7 +171,7 @@ def test_invalid_trials_are_refused_in_the_form_and_keep_what_was_typed(author_c
 def test_a_reviewer_cannot_run_trials(client, team, task, endpoint):
     client.force_login(team.reviewer)
     response = client.post(reverse("task-trials", args=[task.pk]), trials_form(endpoint), **HX)
-    assert response.status_code == 422 and "cannot edit content" in text(response)
+    assert response.status_code == 403 and "cannot edit content" in text(response)
     assert not RolloutBatch.objects.exists()
 
 
@@ -227,17 +230,25 @@ def test_cancel_stops_the_batch_and_the_fragment_says_so(author_client, team, ta
     RolloutBatch.objects.filter(pk=batch.pk).update(cancelled_at=None)
     author_client.force_login(team.reviewer)
     response = author_client.post(reverse("batch-cancel", args=[batch.pk]), **HX)
-    assert response.status_code == 422 and "cannot edit content" in text(response)
+    assert response.status_code == 403 and "cannot edit content" in text(response)
     assert RolloutBatch.objects.get(pk=batch.pk).cancelled_at is None
 
 
 # --- The trajectory viewer ----------------------------------------------------------------
 
-def test_trajectory_reads_step_by_step_with_changes_and_final_answer(author_client, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+def test_trajectory_reads_step_by_step_with_changes_and_final_answer(
+    author_client, task, endpoint, fake_llm, django_capture_on_commit_callbacks
+):
     batch = start(author_client, task, endpoint, django_capture_on_commit_callbacks, n=1)
     fake_llm.script(
-        Reply(content="Let me look.", tool_calls=[{"name": "read_file", "arguments": {"path": "Deal/Doc 1.md"}}, {"name": "rm_rf", "arguments": {}}]),
-        Reply(content=None, tool_calls=[{"name": "write_file", "arguments": {"path": "Work/Answer.md", "content": "# Answer\n\nThe price is $12m."}}]),
+        Reply(
+            content="Let me look.",
+            tool_calls=[{"name": "read_file", "arguments": {"path": "Deal/Doc 1.md"}}, {"name": "rm_rf", "arguments": {}}],
+        ),
+        Reply(
+            content=None,
+            tool_calls=[{"name": "write_file", "arguments": {"path": "Work/Answer.md", "content": "# Answer\n\nThe price is $12m."}}],
+        ),
         Reply(content="The price is **$12m**; see Work/Answer.md."),
     )
     run_all(batch)
@@ -264,7 +275,10 @@ def test_trajectory_reads_step_by_step_with_changes_and_final_answer(author_clie
 def test_a_changed_file_shows_its_removed_and_added_lines(author_client, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
     batch = start(author_client, task, endpoint, django_capture_on_commit_callbacks, n=1)
     fake_llm.script(
-        Reply(content=None, tool_calls=[{"name": "write_file", "arguments": {"path": "Deal/Doc 1.md", "content": "The purchase price is $13m."}}]),
+        Reply(
+            content=None,
+            tool_calls=[{"name": "write_file", "arguments": {"path": "Deal/Doc 1.md", "content": "The purchase price is $13m."}}],
+        ),
         Reply(content="Corrected the price."),
     )
     run_all(batch)
@@ -278,7 +292,9 @@ def test_long_tool_results_are_collapsed(author_client, task, endpoint, fake_llm
     from authoring import services as authoring_services
 
     doc = task.world.documents.get(path="Deal/Doc 1.md")
-    authoring_services.document_update(document=doc, user=task.created_by, base_revision=doc.revision, content="\n".join(f"Line {i} of the LOI." for i in range(60)))
+    authoring_services.document_update(
+        document=doc, user=task.created_by, base_revision=doc.revision, content="\n".join(f"Line {i} of the LOI." for i in range(60))
+    )
     batch = start(author_client, task, endpoint, django_capture_on_commit_callbacks, n=1)
     fake_llm.script(Reply(content=None, tool_calls=[{"name": "read_file", "arguments": {"path": "Deal/Doc 1.md"}}]), Reply(content="Done."))
     run_all(batch)
@@ -318,14 +334,20 @@ def test_model_text_and_tool_results_are_sanitized(author_client, task, endpoint
     assert page.count("&lt;script&gt;alert(") >= 3  # shown as text: model text, tool arguments, tool result
     assert "click me" in page  # the link's text survives, its javascript: URL does not
     batch_page = pages[2].content.decode()
-    assert 'class="small trials-answer">Here is my answer. &lt;script&gt;alert(&quot;model&quot;)&lt;/script&gt;' in batch_page  # the answer's line, as text
+    assert (
+        'class="small trials-answer">Here is my answer. &lt;script&gt;alert(&quot;model&quot;)&lt;/script&gt;' in batch_page
+    )  # the answer's line, as text
 
 
-def test_a_running_rollout_streams_new_steps_and_stops_polling_when_it_ends(author_client, task, endpoint, django_capture_on_commit_callbacks):
+def test_a_running_rollout_streams_new_steps_and_stops_polling_when_it_ends(
+    author_client, task, endpoint, django_capture_on_commit_callbacks
+):
     batch = start(author_client, task, endpoint, django_capture_on_commit_callbacks, n=1)
     rollout = batch.rollouts.get()
     Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now())
-    Step.objects.create(rollout=rollout, index=0, kind=StepKind.MODEL, text="Looking.", tool_calls=[{"id": "a", "name": "list_files", "arguments": {}}])
+    Step.objects.create(
+        rollout=rollout, index=0, kind=StepKind.MODEL, text="Looking.", tool_calls=[{"id": "a", "name": "list_files", "arguments": {}}]
+    )
     page = author_client.get(reverse("rollout-detail", args=[rollout.pk])).content.decode()
     tail_url = reverse("rollout-steps", args=[rollout.pk])
     assert f'hx-get="{tail_url}?after=1" hx-trigger="every 2s"' in page
@@ -335,7 +357,9 @@ def test_a_running_rollout_streams_new_steps_and_stops_polling_when_it_ends(auth
     assert "HX-Trigger" not in nothing_new and 'id="step-' not in nothing_new.content.decode()
     assert '?after=1" hx-trigger="every 2s"' in nothing_new.content.decode()
 
-    tool = Step.objects.create(rollout=rollout, index=1, kind=StepKind.TOOL, tool_call_id="a", tool_name="list_files", arguments={}, text='{"files": []}')
+    tool = Step.objects.create(
+        rollout=rollout, index=1, kind=StepKind.TOOL, tool_call_id="a", tool_name="list_files", arguments={}, text='{"files": []}'
+    )
     more = author_client.get(tail_url + "?after=1", **HX)
     fragment = more.content.decode()
     assert more["HX-Trigger"] == "rollout-progress"
@@ -343,7 +367,9 @@ def test_a_running_rollout_streams_new_steps_and_stops_polling_when_it_ends(auth
     assert '?after=2" hx-trigger="every 2s"' in fragment
 
     final = Step.objects.create(rollout=rollout, index=2, kind=StepKind.MODEL, text="No files: I cannot say.")
-    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.COMPLETED, reason="Finished with a final answer.", final_answer=final.text, finished_at=timezone.now())
+    Rollout.objects.filter(pk=rollout.pk).update(
+        status=RolloutStatus.COMPLETED, reason="Finished with a final answer.", final_answer=final.text, finished_at=timezone.now()
+    )
     last = author_client.get(tail_url + "?after=2", **HX)
     fragment = last.content.decode()
     assert last["HX-Trigger"] == "rollout-progress"
@@ -401,7 +427,16 @@ def test_make_a_criterion_from_a_step_links_it_back_as_evidence(author_client, t
     assert rubric.is_frozen  # the batch froze it: the criterion goes to a new version
     assert f"version {rubric.number + 1}" in page
 
-    response = author_client.post(url, {"text": "Does not guess a price absent from the data room", "points": -3, "tag": "pitfall", "explanation": "", "revision": rubric.revision})
+    response = author_client.post(
+        url,
+        {
+            "text": "Does not guess a price absent from the data room",
+            "points": -3,
+            "tag": "pitfall",
+            "explanation": "",
+            "revision": rubric.revision,
+        },
+    )
     assert response.status_code == 302 and response["Location"] == reverse("task-editor", args=[task.pk]) + "#rubric"
     criterion = Criterion.objects.get(text="Does not guess a price absent from the data room")
     assert criterion.evidence == {"step": step.pk, "rollout": second.pk, "batch": finished_batch.pk, "label": "Rollout 2, step 5"}
@@ -419,13 +454,15 @@ def test_a_reviewer_cannot_make_a_criterion(client, team, task, finished_batch):
     page = text(client.get(reverse("step-criterion", args=[step.pk])))
     assert "Only authors change the rubric." in page and 'id="add-criterion"' not in page
     response = client.post(reverse("step-criterion", args=[step.pk]), {"text": "Sneaky", "points": 1, "tag": "important"})
-    assert response.status_code == 422
+    assert response.status_code == 403
     assert not Criterion.objects.filter(text="Sneaky").exists()
 
 
 def test_an_empty_criterion_is_refused_and_keeps_the_form(author_client, finished_batch):
     step = finished_batch.rollouts.get(index=0).steps.get(index=0)
-    response = author_client.post(reverse("step-criterion", args=[step.pk]), {"text": "", "points": 1, "tag": "important", "explanation": "Kept"})
+    response = author_client.post(
+        reverse("step-criterion", args=[step.pk]), {"text": "", "points": 1, "tag": "important", "explanation": "Kept"}
+    )
     assert response.status_code == 422 and "Not saved." in text(response) and "Kept" in text(response)
 
 
@@ -467,7 +504,9 @@ def looping(model_steps: int, calls: int = 1):
         done = sum(1 for m in request.body["messages"] if m["role"] == "assistant")
         if done + 1 >= model_steps:
             return Reply(content="Done.")
-        return Reply(content="Looking.", tool_calls=[{"name": names[i], "arguments": {"query": "price"} if i == 1 else {}} for i in range(calls)])
+        return Reply(
+            content="Looking.", tool_calls=[{"name": names[i], "arguments": {"query": "price"} if i == 1 else {}} for i in range(calls)]
+        )
 
     return respond
 
@@ -491,4 +530,6 @@ def test_batch_and_trajectory_pages_do_not_grow_with_data(author_client, task, e
     small, big = batch_of(2, 2, 1), batch_of(6, 4, 2)
     assert big.rollouts.first().steps.count() == 10 > small.rollouts.first().steps.count()
     assert queries(reverse("batch-detail", args=[big.pk])) == queries(reverse("batch-detail", args=[small.pk]))
-    assert queries(reverse("rollout-detail", args=[big.rollouts.first().pk])) == queries(reverse("rollout-detail", args=[small.rollouts.first().pk]))
+    assert queries(reverse("rollout-detail", args=[big.rollouts.first().pk])) == queries(
+        reverse("rollout-detail", args=[small.rollouts.first().pk])
+    )

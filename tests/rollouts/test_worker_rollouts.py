@@ -65,7 +65,9 @@ def final_answer(results: list[str]) -> str:
 
 
 def called_tools(request) -> list[str]:
-    return [c["function"]["name"] for m in request.body.get("messages", []) if m.get("role") == "assistant" for c in m.get("tool_calls") or []]
+    return [
+        c["function"]["name"] for m in request.body.get("messages", []) if m.get("role") == "assistant" for c in m.get("tool_calls") or []
+    ]
 
 
 def agent_responder(*, delay: float, parallel: bool) -> Callable:
@@ -167,7 +169,9 @@ def short_visibility_timeout(monkeypatch) -> None:
     monkeypatch.setenv("ROLLOUT_STALE_SECONDS", "4")
 
 
-def test_a_worker_killed_mid_rollout_changes_nothing_in_the_outcome(short_visibility_timeout, team, task, fake_llm, celery_worker_process, tmp_path):
+def test_a_worker_killed_mid_rollout_changes_nothing_in_the_outcome(
+    short_visibility_timeout, team, task, fake_llm, celery_worker_process, tmp_path
+):
     """What it proves, on Redis: the messages of the rollouts the killed worker was running
     come back after the visibility timeout (acks_late; the worker never acknowledged them),
     the next worker claims those RUNNING rollouts again (conditional claim, attempt 2) and

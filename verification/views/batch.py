@@ -2,7 +2,6 @@
 calls, the expert's ranking against the rubric's scores, and regrading with what changed."""
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -12,11 +11,12 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.selectors import membership_get
 from authoring.selectors import rubric_version_current
 from core.exceptions import ApplicationError
-from core.views import UNPROCESSABLE, render_error
+from core.views import render_error, render_with_error
 from rollouts import selectors as rollout_selectors
-from rollouts.grading.services import batch_regrade
+from rollouts.grading.services import batch_failed_grades_retry, batch_regrade
 from rollouts.models import ExpertVerdict, GradeStatus, RolloutBatch, Verdict
 from verification import selectors
+from verification.expert_labels import expert_ceiling
 from verification.forms import ExpertVerdictForm, QualityQueryForm, RankingForm
 from verification.selectors import LOW_AGREEMENT, ranking_agreement
 from verification.services import expert_verdict_set, ranking_set
@@ -55,7 +55,13 @@ def _grading_context(request: HttpRequest, batch: RolloutBatch, rubric_number: i
 
 def _agreement_context(request: HttpRequest, batch: RolloutBatch, rubric_number: int | None = None) -> dict:
     rubric, _ = selectors.grading_rubric(batch=batch, number=rubric_number)
-    return {"batch": batch, "rubric": rubric, "agreement_rows": selectors.agreement_rows(rubric=rubric)}
+    ceiling = expert_ceiling(rubric_version=rubric)
+    return {
+        "batch": batch,
+        "rubric": rubric,
+        "agreement_rows": selectors.agreement_rows(rubric=rubric, ceiling=ceiling),
+        "expert_ceiling": ceiling,
+    }
 
 
 def _ranking_context(request: HttpRequest, batch: RolloutBatch, rubric_number: int | None = None) -> dict:
@@ -97,7 +103,6 @@ def _page_url(batch: RolloutBatch, rubric_number: int | None = None, anchor: str
     return url + (f"?rubric={rubric_number}" if rubric_number else "") + (f"#{anchor}" if anchor else "")
 
 
-@login_required
 @require_GET
 def batch_quality(request: HttpRequest, pk: int) -> HttpResponse:
     """?rubric=<n> shows another graded version's grades, ?vs=<n> compares with another.
@@ -120,7 +125,6 @@ def batch_quality(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, PAGE, _page_context(request, batch, rubric_number, vs_number))
 
 
-@login_required
 @require_POST
 def batch_expert_verdict(request: HttpRequest, pk: int) -> HttpResponse:
     """The expert's call on one criterion of one trajectory: met, not met, or back to
@@ -134,7 +138,8 @@ def batch_expert_verdict(request: HttpRequest, pk: int) -> HttpResponse:
     criterion = selectors.task_criterion(env_task_id=batch.env_task_id, pk=form.cleaned_data["criterion"])
     verdict = Verdict.objects.filter(grade__rollout=rollout, criterion=criterion).select_related("grade").first()
     mine = ExpertVerdict.objects.filter(rollout=rollout, criterion=criterion, expert=request.user).first()
-    cell = {"criterion": criterion, "verdict": verdict, "expert": mine.met if mine else None}
+    number = list(criterion.rubric_version.criteria.values_list("pk", flat=True)).index(criterion.pk) + 1
+    cell = {"criterion": criterion, "number": number, "verdict": verdict, "expert": mine.met if mine else None, "expert_from": None}
     context = {"batch": batch, "row": {"rollout": rollout, "number": rollout.index + 1}, "cell": cell, "rubric_number": rubric_number,
                **_roles(request, batch)}
     try:
@@ -143,14 +148,13 @@ def batch_expert_verdict(request: HttpRequest, pk: int) -> HttpResponse:
         if not request.htmx:
             messages.error(request, error.message)
             return redirect(_page_url(batch, rubric_number, f"q-rollout-{rollout.index + 1}"))
-        return render(request, PAGE + "#q-verdict", {**context, "verdict_error": error.message}, status=UNPROCESSABLE)
+        return render_with_error(request, PAGE + "#q-verdict", {**context, "verdict_error": error.message}, error)
     if not request.htmx:
         return redirect(_page_url(batch, rubric_number, f"q-rollout-{rollout.index + 1}"))
     cell["expert"] = saved.met if saved else None
     return with_trigger(render(request, PAGE + "#q-verdict", context), "expert-verdicts-changed")
 
 
-@login_required
 @require_POST
 def batch_ranking(request: HttpRequest, pk: int) -> HttpResponse:
     """Save the expert's order of the completed trajectories (each up/down saves it)."""
@@ -175,7 +179,6 @@ def batch_ranking(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, PAGE + "#q-ranking", _ranking_context(request, batch, rubric_number))
 
 
-@login_required
 @require_POST
 def batch_regrade_view(request: HttpRequest, pk: int) -> HttpResponse:
     """Grade the batch's completed rollouts against the task's current rubric version. The
@@ -192,10 +195,36 @@ def batch_regrade_view(request: HttpRequest, pk: int) -> HttpResponse:
         queued = sum(1 for g in grades if g.status in (GradeStatus.QUEUED, GradeStatus.RUNNING))
         if grades:
             messages.success(request, f"Regrading {len(grades)} trajector{'y' if len(grades) == 1 else 'ies'} with rubric version "
-                                      f"{grades[0].rubric_version.number}: {queued} queued for grading; the grades fill in below as they come.")
+                                      f"{grades[0].rubric_version.number}: {queued} queued for grading; "
+                                      "the grades fill in below as they come.")
         else:
             messages.info(request, "No completed trajectory to regrade.")
         return redirect(_page_url(batch, anchor="q-grading"))
     response = render(request, PAGE + "#q-grading", _grading_context(request, batch))
     response["HX-Push-Url"] = reverse("batch-quality", args=[batch.pk])
     return with_trigger(response, "grades-changed")
+
+
+@require_POST
+def batch_retry_failed_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Send the failed grades of the rubric version the page shows (?rubric=<n> in the form)
+    to the grader again; the grading part then polls until they are in."""
+    batch = _batch(request, pk)
+    rubric_number = QualityQueryForm(request.POST).value("rubric")
+    rubric, _ = selectors.grading_rubric(batch=batch, number=rubric_number)
+    try:
+        grades = batch_failed_grades_retry(batch=batch, user=request.user, rubric_version=rubric)
+    except ApplicationError as error:
+        if not request.htmx:
+            messages.error(request, error.message)
+            return redirect(_page_url(batch, rubric_number, "q-grading"))
+        return render_error(request, PAGE + "#q-grading", _grading_context(request, batch, rubric_number), error)
+    if not request.htmx:
+        if grades:
+            messages.success(
+                request, f"Retrying {len(grades)} failed grade{'' if len(grades) == 1 else 's'}; the grades fill in below as they come."
+            )
+        else:
+            messages.info(request, "No failed grade to retry.")
+        return redirect(_page_url(batch, rubric_number, "q-grading"))
+    return with_trigger(render(request, PAGE + "#q-grading", _grading_context(request, batch, rubric_number)), "grades-changed")

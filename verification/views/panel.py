@@ -5,7 +5,6 @@ and reward-hacking probes."""
 
 from urllib.parse import urlparse
 
-from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -32,7 +31,11 @@ def _roles(request: HttpRequest, env_task: EnvTask) -> dict:
     membership = membership_get(user=request.user, project_id=env_task.project_id)
     # On the task page the rubric's rows are beside the panel: a fooled criterion opens for editing in place.
     on_task_page = bool(request.htmx) and urlparse(request.htmx.current_url or "").path == reverse("task-editor", args=[env_task.pk])
-    return {"can_author": membership.can_author, "can_edit_rubric": membership.can_author and env_task.is_editable, "on_task_page": on_task_page}
+    return {
+        "can_author": membership.can_author,
+        "can_edit_rubric": membership.can_author and env_task.is_editable,
+        "on_task_page": on_task_page,
+    }
 
 
 def _difficulty_context(request: HttpRequest, env_task: EnvTask) -> dict:
@@ -50,7 +53,9 @@ def _difficulty_context(request: HttpRequest, env_task: EnvTask) -> dict:
         "difficulty": result,
         "pass1": result["curve"][0][1] if result["curve"] else None,
         "curve_plot": plots.pass_at_k_plot(result["curve"]) if result["curve"] else None,
-        "histogram": plots.histogram_plot(selectors.batch_scores(batch=batch, rubric=rubric), threshold=None if rubric.all_must_pass else rubric.pass_threshold),
+        "histogram": plots.histogram_plot(
+            selectors.batch_scores(batch=batch, rubric=rubric), threshold=None if rubric.all_must_pass else rubric.pass_threshold
+        ),
         "current_rubric": current,
         "rubric_is_stale": current is not None and current.pk != rubric.pk and current.criteria.exists(),
         "keep_polling": unfinished or result["pending"] > 0,
@@ -97,8 +102,13 @@ def _probes_context(request: HttpRequest, env_task: EnvTask, form: ProbeRunForm 
         "probe_run": run,
         "probe_rows": rows,
         "probe_form": form,
-        "flag_score": FLAG_SCORE,
+        "flag_score": run.flag_score if run else FLAG_SCORE,
         "flagged_count": sum(1 for r in rows if r["flagged"]),
+        "probe_progress": selectors.probe_progress(run=run, rows=rows) if run else None,
+        "probe_rubric": current,
+        "control_row": next((r for r in rows if r["control"]), None),
+        "probe_status": selectors.probe_status(env_task=env_task, rubric_version=current, rows=rows if run else None),
+        "probe_summary": selectors.probe_summary(rows),
         # Polled while a cheat is being written or a grade is pending; rendered without the trigger once all is in.
         "probes_pending": cheats_pending or any(r["pending"] for r in rows),
         "cheats_pending": cheats_pending,
@@ -123,7 +133,6 @@ def _panel_context(request: HttpRequest, env_task: EnvTask, criterion_pk: int | 
 PARTS = {"difficulty": _difficulty_context, "probes": _probes_context, "agreement": _agreement_context}
 
 
-@login_required
 @require_GET
 def task_verifier(request: HttpRequest, task_pk: int) -> HttpResponse:
     """The panel (htmx, into the task page), one of its polled parts (?part=difficulty|probes),
@@ -137,7 +146,6 @@ def task_verifier(request: HttpRequest, task_pk: int) -> HttpResponse:
     return render(request, PANEL + ("#verifier-panel" if request.htmx else ""), context)
 
 
-@login_required
 @require_GET
 def task_judge_prompt(request: HttpRequest, task_pk: int) -> HttpResponse:
     """The judge's messages for one criterion (?criterion=<id>), exactly as the judge gets them."""
@@ -148,7 +156,6 @@ def task_judge_prompt(request: HttpRequest, task_pk: int) -> HttpResponse:
     return render(request, PANEL + "#q-judge-prompt", {**_judge_prompt_context(request, env_task, criterion), "prompt_open": True})
 
 
-@login_required
 @require_POST
 def task_rubric_settings(request: HttpRequest, task_pk: int) -> HttpResponse:
     """Save the pass threshold, all-must-pass and judge samples (a frozen rubric gets a new
@@ -166,16 +173,24 @@ def task_rubric_settings(request: HttpRequest, task_pk: int) -> HttpResponse:
         )
     except ApplicationError as error:
         if not request.htmx:
-            return render_error(request, PANEL, {**_panel_context(request, env_task), **_settings_context(request, env_task, form, error_in="settings")}, error)
+            return render_error(
+                request,
+                PANEL,
+                {**_panel_context(request, env_task), **_settings_context(request, env_task, form, error_in="settings")},
+                error,
+            )
         return render_error(request, PANEL + "#q-settings", _settings_context(request, env_task, form, error_in="settings"), error)
     if not request.htmx:
         return redirect(reverse("task-editor", args=[env_task.pk]) + "#q-settings")
-    saved = "Saved." if before is None or before.pk == rubric.pk else f"Saved as rubric version {rubric.number} (version {before.number} has graded trials and stays as it was)."
+    saved = (
+        "Saved."
+        if before is None or before.pk == rubric.pk
+        else f"Saved as rubric version {rubric.number} (version {before.number} has graded trials and stays as it was)."
+    )
     response = render(request, PANEL + "#q-settings", _settings_context(request, env_task, saved=saved))
     return with_trigger(response, "rubric-settings-changed")
 
 
-@login_required
 @require_http_methods(["GET", "POST"])
 def task_probes(request: HttpRequest, task_pk: int) -> HttpResponse:
     """GET: the probes part (polled while the cheats are written and the grades pending).
@@ -191,10 +206,16 @@ def task_probes(request: HttpRequest, task_pk: int) -> HttpResponse:
         if not form.is_valid():
             raise form_error(form)
         probe_run_start(env_task=env_task, user=request.user, judge_endpoint=form.cleaned_data["judge_endpoint"],
-                        cheat_endpoint=form.cleaned_data["cheat_endpoint"])
+                        cheat_endpoint=form.cleaned_data["cheat_endpoint"], cheats_per_kind=form.cleaned_data.get("cheats_per_kind"),
+                        flag_score=form.cleaned_data.get("flag_score"))
     except ApplicationError as error:
         if not request.htmx:
-            return render_error(request, PANEL, {**_panel_context(request, env_task), **_probes_context(request, env_task, form), "error_in": "probes"}, error)
+            return render_error(
+                request,
+                PANEL,
+                {**_panel_context(request, env_task), **_probes_context(request, env_task, form), "error_in": "probes"},
+                error,
+            )
         return render_error(request, PANEL + "#q-probes", {**_probes_context(request, env_task, form), "error_in": "probes"}, error)
     if not request.htmx:
         return redirect(reverse("task-editor", args=[env_task.pk]) + "#q-probes")
