@@ -10,6 +10,7 @@ from core.services import status_history
 from core.views import render_error
 from reviews import selectors, services
 from reviews.forms import DecisionForm
+from verification.selectors import probe_status
 
 
 @require_GET
@@ -81,6 +82,9 @@ def _review_context(request: HttpRequest, submission, form=None) -> dict:
         "is_claimant": submission.claimed_by_id == request.user.pk and submission.status == "claimed",
         "can_review": membership.can_review and submission.submitted_by_id != request.user.pk,
         "history": status_history(subject=submission),
+        # What the probes found on the submitted rubric version (the task is the submission's,
+        # which the access-scoped selector has already allowed).
+        "probe_status": probe_status(env_task=submission.env_task, rubric_version=submission.rubric_version),
     }
 
 

@@ -170,3 +170,27 @@ def test_the_ranking_api_gives_the_warnings_and_the_culprits(team, ranked_weak_h
     body = api.get(f"/api/batches/{ranked_weak_hr.batch.pk}/ranking/").json()["agreement"]
     assert {"ceiling", "no_separation", "probe_passes"} <= {w["kind"] for w in body["warnings"]}
     assert body["culprits"][0]["text"] == "Addresses her notice entitlement" and body["culprits"][0]["low_met"] == 2
+
+
+def test_a_reviewer_sees_the_probe_status_of_the_submitted_rubric(client, team, price_task, endpoint, django_capture_on_commit_callbacks):
+    from reviews.services import submission_create
+    from verification.services import probe_run_start
+
+    with django_capture_on_commit_callbacks(execute=False):
+        probe_run_start(env_task=price_task, user=team.author, judge_endpoint=endpoint)
+    grade_all()
+    submission = submission_create(env_task=price_task, user=team.author)
+    client.force_login(team.reviewer)
+    html = client.get(reverse("submission-review", args=[submission.pk])).content.decode()
+    status = re.search(r'<p id="review-probe-status">(.*?)</p>', html, re.S).group(1)
+    assert "Reward-hacking probes:" in status and "1 probe flagged" in status and "not the submitted one" not in status
+
+
+def test_a_reviewer_is_told_when_the_task_was_never_probed(client, team, price_task):
+    from reviews.services import submission_create
+
+    submission = submission_create(env_task=price_task, user=team.author)
+    client.force_login(team.reviewer)
+    html = client.get(reverse("submission-review", args=[submission.pk])).content.decode()
+    status = re.search(r'<p id="review-probe-status">(.*?)</p>', html, re.S).group(1)
+    assert "Not probed yet" in status and "the author has not run them on this task" in status
