@@ -37,7 +37,6 @@ PENDING = (GradeStatus.QUEUED, GradeStatus.RUNNING)
 CHEATS_PENDING = (ProbeRunStatus.QUEUED, ProbeRunStatus.WRITING)
 LOW_AGREEMENT = rubric_checks.LOW_AGREEMENT
 KS = (1, 2, 4, 8, 16)
-FLAG_SCORE = 0.5  # the default of a run's flag score (settings.PROBE_FLAG_SCORE); each run keeps its own
 
 
 # --- How far the verifier can be trusted -------------------------------------------------------

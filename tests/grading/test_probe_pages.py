@@ -105,6 +105,7 @@ def test_the_run_keeps_its_settings_and_refuses_impossible_ones(author_client, p
     settings.PROBE_FLAG_SCORE = 0.6
     form = author_client.get(reverse("task-verifier", args=[price_task.pk])).content.decode()
     assert re.search(r'name="cheats_per_kind" value="2"', form) and re.search(r'name="flag_score" value="0.6"', form)
+    assert "or scores 0.60 or more, is flagged" in form  # the text says what a new run will use, not a fixed 0.5
     author_client.post(url, {"judge_endpoint": endpoint.pk, "cheat_endpoint": endpoint.pk, "cheats_per_kind": 3, "flag_score": 0.8}, **HX)
     run = ProbeRun.objects.get()
     assert (run.cheats_per_kind, run.flag_score, run.status) == (3, 0.8, "queued")

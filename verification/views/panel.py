@@ -5,6 +5,7 @@ and reward-hacking probes."""
 
 from urllib.parse import urlparse
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -19,7 +20,6 @@ from core.views import render_error
 from llm.selectors import endpoint_list_usable
 from verification import selectors
 from verification.forms import ProbeRunForm, QualityQueryForm, RubricSettingsForm
-from verification.selectors import FLAG_SCORE
 from verification.services import probe_run_start
 from verification.views import plots
 from verification.views.common import form_error, with_trigger
@@ -102,7 +102,7 @@ def _probes_context(request: HttpRequest, env_task: EnvTask, form: ProbeRunForm 
         "probe_run": run,
         "probe_rows": rows,
         "probe_form": form,
-        "flag_score": run.flag_score if run else FLAG_SCORE,
+        "flag_score": run.flag_score if run else settings.PROBE_FLAG_SCORE,  # (what a new run starts from)
         "flagged_count": sum(1 for r in rows if r["flagged"]),
         "probe_progress": selectors.probe_progress(run=run, rows=rows) if run else None,
         "probe_rubric": current,
