@@ -229,10 +229,18 @@ def _sdk_client(endpoint: ModelEndpoint, key: str | None) -> openai.OpenAI | ant
         return client
 
 
+def request_body(*, kind: str, model: str, messages: list[dict], tools: list[dict] | None, schema: dict | None = None,
+                 temperature: float | None = None, max_tokens: int | None = None) -> dict:
+    """A call's body in the provider's wire format, as _send posts it (a streamed call adds
+    the SDK's stream flag). The trajectory page shows a step's request with it."""
+    build = providers.anthropic_request if kind == EndpointKind.ANTHROPIC else providers.openai_request
+    return build(tools=tools, schema=schema, model=model, messages=messages, temperature=temperature, max_tokens=max_tokens)
+
+
 def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> providers.Reply:
     anthropic_kind = endpoint.kind == EndpointKind.ANTHROPIC
-    build = providers.anthropic_request if anthropic_kind else providers.openai_request
-    body = build(tools=tools, schema=schema, model=endpoint.model, messages=messages, temperature=temperature, max_tokens=max_tokens)
+    body = request_body(kind=endpoint.kind, model=endpoint.model, messages=messages, tools=tools, schema=schema,
+                        temperature=temperature, max_tokens=max_tokens)
     client = _sdk_client(endpoint, key)
     # A local model server needs no key: then no Authorization header at all.
     headers = {} if key else {"Authorization": anthropic.omit if anthropic_kind else openai.omit}

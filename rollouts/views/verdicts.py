@@ -10,7 +10,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from authoring.models import Criterion
-from llm import providers
+from llm.client import request_body
 from llm.models import EndpointKind
 from rollouts.models import BatchMode, Grade, GradeStatus, Rollout, RolloutStatus, Step, Verdict
 from rollouts.views.display import pretty_json
@@ -130,10 +130,11 @@ def step_exchange(*, step: Step, messages: list[dict], tools: list[dict] | None)
     the provider's answer as it came."""
     batch = step.rollout.batch
     endpoint = batch.endpoint
-    anthropic = endpoint is not None and endpoint.kind == EndpointKind.ANTHROPIC
-    build = providers.anthropic_request if anthropic else providers.openai_request
-    body = build(model=endpoint.model if endpoint else batch.endpoint_name, messages=messages, tools=tools, schema=None,
-                 temperature=batch.temperature, max_tokens=batch.max_output_tokens)
+    kind = endpoint.kind if endpoint else EndpointKind.OPENAI_COMPATIBLE
+    body = request_body(
+        kind=kind, model=endpoint.model if endpoint else batch.endpoint_name,
+        messages=messages, tools=tools, temperature=batch.temperature, max_tokens=batch.max_output_tokens,
+    )
     if endpoint is not None and endpoint.stream:
         body["stream"] = True
     return {
@@ -144,7 +145,8 @@ def step_exchange(*, step: Step, messages: list[dict], tools: list[dict] | None)
         "message_count": len(messages),
         "tool_names": [t["name"] for t in tools or []],
         "with_tools": batch.mode == BatchMode.TOOLS,
-        "endpoint_label": batch.endpoint_name + (" (Anthropic Messages API)" if anthropic else " (OpenAI-compatible chat completions)"),
+        "endpoint_label": batch.endpoint_name
+        + (" (Anthropic Messages API)" if kind == EndpointKind.ANTHROPIC else " (OpenAI-compatible chat completions)"),
         "endpoint_gone": endpoint is None,
         "scripted": batch.endpoint_scripted,
         "streamed": endpoint is not None and endpoint.stream,
