@@ -7,14 +7,16 @@ from core.exceptions import ApplicationError, PermissionRefused
 
 def require_role(membership: Membership, capability: str) -> None:
     """Raise PermissionRefused unless the membership carries `capability`
-    (one of "author", "review", "export")."""
+    (one of "author", "review", "export", "administer")."""
     allowed = {
         "author": membership.can_author,
         "review": membership.can_review,
         "export": membership.can_export,
+        "administer": membership.can_export,
     }[capability]
     if not allowed:
-        verb = {"author": "edit content", "review": "review tasks", "export": "build packs"}[capability]
+        verb = {"author": "edit content", "review": "review tasks", "export": "build packs",
+                "administer": "change the project's review settings"}[capability]
         raise PermissionRefused(f"Your role in this project ({membership.role}) cannot {verb}.")
 
 

@@ -11,6 +11,10 @@ from authoring.apis import transfer as authoring_transfer_apis
 from llm import apis as llm_apis
 from packs import apis as packs_apis
 from reviews import apis as reviews_apis
+from reviews.apis import audit as reviews_audit_apis
+from reviews.apis import comments as reviews_comment_apis
+from reviews.apis import notifications as reviews_notification_apis
+from reviews.apis.stats import ReviewStatsApi
 from rollouts import apis as rollouts_apis
 from verification import apis as verification_apis
 
@@ -80,8 +84,21 @@ urlpatterns = [
     path("submissions/<str:pk>/", reviews_apis.SubmissionDetailApi.as_view(), name="api-submission"),
     path("submissions/<str:pk>/release/", reviews_apis.SubmissionReleaseApi.as_view(), name="api-submission-release"),
     path("submissions/<str:pk>/decision/", reviews_apis.SubmissionDecisionApi.as_view(), name="api-submission-decision"),
+    path("submissions/<str:pk>/withdraw/", reviews_apis.SubmissionWithdrawApi.as_view(), name="api-submission-withdraw"),
+    path("submissions/<str:pk>/adjudicate/", reviews_apis.SubmissionAdjudicateApi.as_view(), name="api-submission-adjudicate"),
+    path("projects/<str:pk>/review-policy/", reviews_apis.ReviewPolicyApi.as_view(), name="api-review-policy"),
     path("review-queue/", reviews_apis.ReviewQueueApi.as_view(), name="api-review-queue"),
     path("review-queue/claim-next/", reviews_apis.ReviewClaimNextApi.as_view(), name="api-review-claim-next"),
+    path("review-stats/", ReviewStatsApi.as_view(), name="api-review-stats"),
+    # reviews: audit trail and notifications
+    path("tasks/<str:pk>/audit/", reviews_audit_apis.TaskAuditApi.as_view(), name="api-task-audit"),
+    path("projects/<str:pk>/audit/", reviews_audit_apis.ProjectAuditApi.as_view(), name="api-project-audit"),
+    path("notifications/", reviews_notification_apis.NotificationListApi.as_view(), name="api-notifications"),
+    path("notifications/read/", reviews_notification_apis.NotificationReadApi.as_view(), name="api-notifications-read"),
+    path("tasks/<str:pk>/comments/", reviews_comment_apis.TaskCommentListApi.as_view(), name="api-task-comments"),
+    path("comments/<str:pk>/reply/", reviews_comment_apis.CommentReplyApi.as_view(), name="api-comment-reply"),
+    path("comments/<str:pk>/resolve/", reviews_comment_apis.CommentResolveApi.as_view(), name="api-comment-resolve"),
+    path("comments/<str:pk>/reopen/", reviews_comment_apis.CommentReopenApi.as_view(), name="api-comment-reopen"),
     # packs
     path("packs/", packs_apis.PackListApi.as_view(), name="api-packs"),
     path("packs/import/", packs_apis.PackImportApi.as_view(), name="api-packs-import"),

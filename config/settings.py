@@ -116,6 +116,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "reviews.context_processors.notifications",
             ],
             "builtins": ["core.templatetags.taskwright"],
         },
@@ -240,6 +241,29 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
 # Files in one upload (page or API); authoring.services.uploads reads this one limit.
 DATA_UPLOAD_MAX_NUMBER_FILES = 50
+
+# --- QA: email notices and review claims ----------------------------------------------------
+# Notices go to the bell and by email (Django 6.1's MAILERS). With no EMAIL_BACKEND set, DEBUG
+# prints mail to the console (`make run`) and production uses SMTP with EMAIL_HOST, EMAIL_PORT,
+# EMAIL_HOST_USER, EMAIL_HOST_PASSWORD and EMAIL_USE_TLS from the environment.
+_EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND") or (
+    "django.core.mail.backends.console.EmailBackend" if DEBUG else "django.core.mail.backends.smtp.EmailBackend"
+)
+MAILERS = {"default": {"BACKEND": _EMAIL_BACKEND}}
+if _EMAIL_BACKEND.endswith("smtp.EmailBackend"):
+    MAILERS["default"]["OPTIONS"] = {
+        "host": os.environ.get("EMAIL_HOST", "localhost"),
+        "port": int(os.environ.get("EMAIL_PORT", "25")),
+        "username": os.environ.get("EMAIL_HOST_USER", ""),
+        "password": os.environ.get("EMAIL_HOST_PASSWORD", ""),
+        "use_tls": env_bool("EMAIL_USE_TLS", False),
+        "timeout": 10,
+    }
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "Taskwright <taskwright@localhost>")
+# The address people open Taskwright at, for the links in emails ("" leaves links out).
+SITE_URL = os.environ.get("SITE_URL", "")
+# A reviewer's claim older than this is given to the next reviewer who asks.
+REVIEW_CLAIM_TIMEOUT_HOURS = float(os.environ.get("REVIEW_CLAIM_TIMEOUT_HOURS", "24"))
 
 # --- Auth and security ----------------------------------------------------------------
 LOGIN_URL = "login"

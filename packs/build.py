@@ -36,8 +36,10 @@ ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 PROGRESS_EVERY_SECONDS = 0.5  # at most twice a second to the database
 COPY_CHUNK = 1024 * 1024
 # What a pack built again from the same tasks in another project (after a native import)
-# may have different: the database's ids and numbers, and when it was built.
-MAY_DIFFER = ["pack.created_at", "pack.project", "task_id", "task_pk", "submission_id", "version", "rubric_version", "world_id"]
+# may have different: the database's ids and numbers, when it was built, and each task's
+# audit trail (an imported task starts a history of its own).
+MAY_DIFFER = ["pack.created_at", "pack.project", "task_id", "task_pk", "submission_id", "version", "rubric_version", "world_id",
+              "audit"]
 
 
 class BuildError(ApplicationError):
@@ -60,6 +62,9 @@ class SubmissionRow:
     judge_samples: int
     difficulty: dict | None = None
     cost: dict | None = None
+    # The task's audit trail up to the pack's creation, for manifest.json: [{at, actor, kind,
+    # summary, submission}] (reviews.selectors.audit.audit_trails_for_tasks).
+    audit: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -277,7 +282,7 @@ def build_pack_zip(
                 "world": state,
             }
             on_task(BuiltTask(submission_id=row.id, task=task, fingerprint=fingerprint))
-            task_list.write(json.dumps(_manifest_task(task), ensure_ascii=False, sort_keys=True).encode() + b"\n")
+            task_list.write(json.dumps({**_manifest_task(task), "audit": row.audit}, ensure_ascii=False, sort_keys=True).encode() + b"\n")
             now = time.monotonic()
             if now - last_progress >= PROGRESS_EVERY_SECONDS:
                 last_progress = now

@@ -27,6 +27,7 @@ from packs.importer import MAX_WORLD_ZIP_BYTES, read_pack
 from packs.models import Pack, PackStatus, PackTaskEntry, PackWorldEntry
 from packs.tasks import build_pack
 from reviews.models import Submission, SubmissionStatus
+from reviews.selectors.audit import audit_trails_for_tasks
 from verification.selectors import task_measurements
 
 logger = logging.getLogger(__name__)
@@ -149,7 +150,8 @@ ENTRIES_PER_INSERT = 500
 def _rows(pack: Pack):
     """The pack's task versions, a chunk at a time, with what the manifest says of each.
     Only the task and rubric parts of each snapshot are read, with a digest of its world:
-    a world's documents are read once per world state (world_snapshot), not once per task."""
+    a world's documents are read once per world state (world_snapshot), not once per task.
+    The audit trails of a chunk's tasks are read in one query."""
     query = (Submission.objects.filter(packs=pack).order_by("env_task_id", "number")
              .annotate(world_digest=MD5(KT("snapshot__world")))
              .values_list("id", "number", "snapshot__task", "snapshot__rubric", "snapshot__world__id", "snapshot__world__title",
@@ -157,6 +159,8 @@ def _rows(pack: Pack):
                           "rubric_version__all_must_pass", "rubric_version__judge_samples"))
     for chunk in batched(query.iterator(chunk_size=ROWS_PER_CHUNK), ROWS_PER_CHUNK):
         measured = task_measurements([(row[7], row[8]) for row in chunk])
+        # Up to the pack's creation, not the build's: a pack built again has the same bytes.
+        trails = audit_trails_for_tasks(tasks={row[7]: row[4] for row in chunk}, until=pack.created_at)
         for (
             pk,
             number,
@@ -174,7 +178,8 @@ def _rows(pack: Pack):
             difficulty, model_usd = measured[(task_pk, rubric_id)]
             yield SubmissionRow(id=pk, number=number, task=task, rubric=rubric, world_pk=world_pk, world_title=world_title,
                                 world_digest=world_digest, pass_threshold=threshold, all_must_pass=all_must_pass,
-                                judge_samples=judge_samples, difficulty=difficulty, cost={"model_usd": model_usd, "expert_usd": None})
+                                judge_samples=judge_samples, difficulty=difficulty, cost={"model_usd": model_usd, "expert_usd": None},
+                                audit=trails[task_pk])
 
 
 WORLD_CACHE_FOLDER = "packs/world-cache"

@@ -60,3 +60,14 @@ def env_task(world: World, author: User, *, title: str = "Summarise the LOI", cr
 
 def document(world: World, author: User, path: str = "Notes/readme.md") -> Document:
     return authoring_services.document_create(world=world, user=author, path=path)
+
+
+def checklist(project_id: int, *, fail: tuple[int, ...] = ()) -> list:
+    """A reviewer's answers to every item of the project's checklist: all pass, except the
+    items at the positions in `fail` (0-based)."""
+    from reviews.selectors import checklist_items
+    from reviews.services import ChecklistMark, checklist_ensure
+
+    checklist_ensure(project_id=project_id)
+    return [ChecklistMark(item_id=item.pk, passed=i not in fail, note="" if i not in fail else "Not yet.")
+            for i, item in enumerate(checklist_items(project_id=project_id))]

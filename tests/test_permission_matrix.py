@@ -35,9 +35,10 @@ from core.views import REFUSAL_HEADER
 from llm.models import ModelEndpoint
 from packs.models import Pack
 from reviews import services as review_services
-from reviews.models import Review, Submission
+from reviews.models import Adjudication, ChecklistItem, ProbeExplanation, Review, ReviewComment, ReviewPolicy, Submission
+from reviews.services import comments as comment_services
 from rollouts.agent import rollout_execute
-from rollouts.models import ExpertVerdict, Grade, ProbeRun, Ranking, Rollout, RolloutBatch, StepComment
+from rollouts.models import ExpertVerdict, Grade, ProbeAnswer, ProbeRun, Ranking, Rollout, RolloutBatch, StepComment
 from rollouts.services import rollout_batch_start
 from tests import factories
 
@@ -87,8 +88,31 @@ ROUTES = [
     Route("task-reviews", "task", "get"),
     Route("task-submit", "task2", "post", (), "author"),
     Route("submission-review", "submission", "get"),
-    Route("submission-decide", "submission", "post", (("decision", "approve"),), "review"),
+    Route("submission-decide", "submission", "post", (("decision", "approve"), ("checklist", "all-pass")), "review"),
     Route("submission-release", "submission", "post", (), "review"),
+    Route("submission-withdraw", "submission", "post", (), "author"),
+    Route("submission-adjudicate", "disputed", "post", (("decision", "approve"), ("note", "Settled.")), "admin"),
+    Route("probe-explain", "flagged_task,flagged_probe", "post", (("note", "A near miss is fine here."),), "author"),
+    Route("review-settings", "project", "get", (), "admin"),
+    Route("review-policy-update", "project", "post", (
+        ("approvals_required", "2"), ("min_graded_rollouts", "8"), ("pass1_ceiling", "0.9"), ("passk_floor", "0.1"),
+        ("queue_alert_threshold", "10"),
+    ), "admin"),
+    Route("checklist-customise", "project", "post", (), "admin"),
+    Route("checklist-add", "project", "post", (("text", "A new question"),), "admin"),
+    Route("checklist-item-update", "checklist_item", "post", (("text", "Reworded"),), "admin"),
+    Route("checklist-item-retire", "checklist_item", "post", (), "admin"),
+    # anchored QA comments: every member comments, replies, resolves and reopens
+    Route("task-comments", "task", "get"),
+    Route("task-comments", "task", "get", htmx=True),
+    Route("task-comments", "task", "post", (("anchor", "prompt"), ("body", "Say which clause."))),
+    Route("comment-reply", "comment", "post", (("body", "Clause 4.2."),)),
+    Route("comment-resolve", "comment", "post", ()),
+    Route("comment-reopen", "resolved_comment", "post", ()),
+    # the audit trail: a task's for every member, the project's for its admins
+    Route("task-audit", "task", "get"),
+    Route("task-audit", "task", "get", htmx=True),
+    Route("project-audit", "project", "get", (), "admin"),
     Route("pack-list", "project", "get", (), "admin"),
     Route("pack-list", "project", "post", (("name", "p"), ("submissions", "approved"), ("formats", "taskwright")), "admin"),
     Route("pack-detail", "pack", "get", (), "admin"),
@@ -152,7 +176,8 @@ ROUTES = [
     Route("batch-regrade", "verifier_batch", "post", (), "author"),
 ]
 # Refusals that come back as a message on a redirect rather than a 403 fragment.
-REFUSED_BY_REDIRECT = {"task-submit", "submission-release", "world-upload", "document-version-restore", "world-export", "world-import"}
+REFUSED_BY_REDIRECT = {"task-submit", "submission-release", "submission-withdraw", "world-upload", "document-version-restore",
+                       "world-export", "world-import"}
 ROLES = ["author", "reviewer", "admin"]
 MAY = {"any": set(ROLES), "author": {"author", "admin"}, "review": {"reviewer", "admin"}, "admin": {"admin"}}
 
@@ -167,6 +192,11 @@ def fingerprint() -> tuple:
         list(Criterion.objects.values_list("pk", "position", "text")),
         list(Submission.objects.values_list("pk", "status", "claimed_by")),
         Review.objects.count(),
+        Adjudication.objects.count(),
+        list(ReviewComment.objects.values_list("pk", "resolved_at")),
+        ProbeExplanation.objects.count(),
+        list(ReviewPolicy.objects.values_list("pk", "approvals_required")),
+        list(ChecklistItem.objects.values_list("pk", "text", "active")),
         Pack.objects.count(),
         DocumentVersion.objects.count(),
         list(DraftRun.objects.values_list("pk", "cancelled_at")),
@@ -196,13 +226,29 @@ def _review(team, o: dict) -> None:
     approved = factories.env_task(o["world"], team.author, title="Approved one")
     sub_approved = review_services.submission_create(env_task=approved, user=team.author)
     review_services.submission_claim_next(user=team.admin)
-    review_services.review_decide(submission=sub_approved, user=team.admin, decision="approve")
+    review_services.review_decide(submission=sub_approved, user=team.admin, decision="approve",
+        checklist=factories.checklist(sub_approved.project_id))
     in_review = factories.env_task(o["world"], team.author2, title="In review")
     submission = review_services.submission_create(env_task=in_review, user=team.author2)
     Submission.objects.filter(pk=submission.pk).update(status="claimed", claimed_by=None)
     pack = Pack.objects.create(project=team.project, name="p", version=1, created_by=team.admin)
     pack.submissions.add(sub_approved)
-    o.update(submission=submission, pack=pack, approved=sub_approved)
+    # Two reviewers disagreed on this one (the rows their reviews leave): an admin settles it.
+    disputed_task = factories.env_task(o["world"], team.author2, title="Disputed")
+    disputed = review_services.submission_create(env_task=disputed_task, user=team.author2)
+    Submission.objects.filter(pk=disputed.pk).update(status="adjudication")
+    # A probe that passed the rubric (flagged), on a task still being written.
+    flagged_task = factories.env_task(o["world"], team.author, title="Probed")
+    rubric = flagged_task.rubric_versions.get()
+    run = ProbeRun.objects.create(env_task=flagged_task, rubric_version=rubric, created_by=team.author)
+    flagged_probe = ProbeAnswer.objects.create(run=run, kind="keyword_echo", label="Keyword echo", answer="price price price")
+    Grade.objects.create(probe=flagged_probe, rubric_version=rubric, status="graded", passed=True, score=1.0)
+    comment = comment_services.comment_add(env_task=o["task"], user=team.reviewer, body="Which clause?", anchor="prompt")
+    resolved_comment = comment_services.comment_add(env_task=o["task"], user=team.reviewer, body="Fixed?", anchor="task")
+    comment_services.comment_resolve(comment=resolved_comment, user=team.author)
+    o.update(comment=comment, resolved_comment=resolved_comment)
+    o.update(submission=submission, pack=pack, approved=sub_approved, disputed=disputed, flagged_task=flagged_task,
+             flagged_probe=flagged_probe, checklist_item=ChecklistItem.objects.filter(project=team.project).first())
 
 
 def _drafting(team, o: dict) -> None:
@@ -262,7 +308,8 @@ def _quality(team, o: dict) -> None:
 GROUPS = {"base": _base, "review": _review, "drafting": _drafting, "transfer": _transfer, "rollouts": _rollouts, "quality": _quality}
 BUILT_BY = {
     **dict.fromkeys(("project", "world", "document", "task", "task2", "criterion"), "base"),
-    **dict.fromkeys(("submission", "pack", "approved"), "review"),
+    **dict.fromkeys(("submission", "pack", "approved", "disputed", "flagged_task", "flagged_probe", "checklist_item",
+                      "comment", "resolved_comment"), "review"),
     **dict.fromkeys(("endpoint", "drafted", "version", "run", "job", "proposal", "uploaded"), "drafting"),
     "full_world": "transfer",
     **dict.fromkeys(("trial_endpoint", "batch", "rollout", "step"), "rollouts"),
@@ -301,7 +348,9 @@ def request(client, route: Route, objects: dict, user=None):
     url = reverse(route.name, args=[objects[name].pk for name in route.obj.split(",")])
     if route.method == "get":
         return client.get(url, **({"HTTP_HX_REQUEST": "true"} if route.htmx else {}))
-    data = {k: _value(v, objects) for k, v in route.data}
+    data = {k: _value(v, objects) for k, v in route.data if k != "checklist"}
+    if ("checklist", "all-pass") in route.data:  # a reviewer's answer to every checklist item
+        data |= {f"check-{mark.item_id}": "pass" for mark in factories.checklist(objects["project"].pk)}
     return client.post(url, data, HTTP_HX_REQUEST="true")
 
 

@@ -25,7 +25,8 @@ MAX_CRITERIA = 200
 TRANSITIONS: dict[str, set[str]] = {
     EnvTaskStatus.DRAFT: {EnvTaskStatus.IN_REVIEW, EnvTaskStatus.ARCHIVED},
     EnvTaskStatus.CHANGES_REQUESTED: {EnvTaskStatus.IN_REVIEW, EnvTaskStatus.ARCHIVED},
-    EnvTaskStatus.IN_REVIEW: {EnvTaskStatus.APPROVED, EnvTaskStatus.CHANGES_REQUESTED},
+    # back to draft: the author withdrew the version in review (reviews.services.submission_withdraw)
+    EnvTaskStatus.IN_REVIEW: {EnvTaskStatus.APPROVED, EnvTaskStatus.CHANGES_REQUESTED, EnvTaskStatus.DRAFT},
     EnvTaskStatus.APPROVED: {EnvTaskStatus.ARCHIVED},
     EnvTaskStatus.ARCHIVED: {EnvTaskStatus.DRAFT},
 }

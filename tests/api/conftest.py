@@ -44,6 +44,7 @@ def approved_submission(team, *, title: str = "Approved task") -> Submission:
     submission = submission_create(env_task=env_task, user=team.author)
     claimed = submission_claim_next(user=team.reviewer)
     assert claimed is not None and claimed.pk == submission.pk
-    review_decide(submission=claimed, user=team.reviewer, decision=Decision.APPROVE, comment="Good.")
+    review_decide(submission=claimed, user=team.reviewer, decision=Decision.APPROVE, comment="Good.",
+        checklist=factories.checklist(claimed.project_id))
     submission.refresh_from_db()
     return submission

@@ -281,7 +281,8 @@ def test_editing_a_frozen_rubric_starts_a_new_version(env_task, team, api_for):
     rubric = env_task.rubric_versions.get()
     submission_create(env_task=env_task, user=team.author)
     review_decide(
-        submission=submission_claim_next(user=team.reviewer), user=team.reviewer, decision="request_changes", comment="Sharpen fact 2."
+        submission=submission_claim_next(user=team.reviewer), user=team.reviewer, decision="request_changes", comment="Sharpen fact 2.",
+        checklist=factories.checklist(team.project.pk),
     )
     client = api_for(team.author)
     current = client.get(f"/api/tasks/{env_task.pk}/rubric/").json()

@@ -85,7 +85,11 @@ def test_author_to_pack_download(team, django_capture_on_commit_callbacks):
     # Reviewer: claim the next item (ours), approve it.
     claimed = reviewer.post("/api/review-queue/claim-next/")
     assert claimed.status_code == 200 and claimed.json()["id"] == submission_id
-    approved = reviewer.post(f"/api/submissions/{submission_id}/decision/", {"decision": "approve", "comment": "Correct and complete."})
+    checklist = reviewer.get(f"/api/projects/{team.project.pk}/review-policy/").json()["checklist"]
+    assert len(checklist) == 5 and all(item["id"] for item in checklist)  # saved with the project's first submission
+    answers = [{"item": item["id"], "passed": True, "note": ""} for item in checklist]
+    approved = reviewer.post(f"/api/submissions/{submission_id}/decision/",
+                             {"decision": "approve", "comment": "Correct and complete.", "checklist": answers})
     assert approved.status_code == 200 and approved.json()["status"] == "approved"
     assert Submission.objects.get(pk=submission_id).status == SubmissionStatus.APPROVED
     assert Review.objects.get(submission_id=submission_id).reviewer == team.reviewer

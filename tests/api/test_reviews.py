@@ -6,6 +6,10 @@ from reviews.services import submission_claim_next, submission_create
 from tests import factories
 
 
+def all_pass(project_id: int) -> list[dict]:
+    return [{"item": m.item_id, "passed": True, "note": ""} for m in factories.checklist(project_id)]
+
+
 def test_submit_freezes_the_task_and_queues_it(env_task, team, api_for):
     response = api_for(team.author).post(f"/api/tasks/{env_task.pk}/submit/")
     assert response.status_code == 201, response.json()
@@ -19,7 +23,7 @@ def test_submit_freezes_the_task_and_queues_it(env_task, team, api_for):
     )
     assert body["snapshot"]["task"]["prompt"] == env_task.prompt
     assert [c["text"] for c in body["snapshot"]["rubric"]["criteria"]] == ["States fact 1", "States fact 2"]
-    assert body["review"] is None
+    assert body["reviews"] == [] and body["adjudication"] is None and body["approvals_required"] == 1
     env_task.refresh_from_db()
     assert env_task.status == EnvTaskStatus.IN_REVIEW
     assert submission.rubric_version.is_frozen
@@ -79,14 +83,19 @@ def test_queue_claim_release_and_request_changes(env_task, team, api_for):
     assert (submission.status, submission.claimed_by) == (SubmissionStatus.QUEUED, None)
 
     assert reviewer.post("/api/review-queue/claim-next/").json()["id"] == submission.pk
-    no_comment = reviewer.post(f"/api/submissions/{submission.pk}/decision/", {"decision": "request_changes"}, format="json")
+    no_checklist = reviewer.post(f"/api/submissions/{submission.pk}/decision/", {"decision": "approve"}, format="json")
+    assert no_checklist.status_code == 400 and "Answer every checklist item" in no_checklist.json()["detail"]
+    no_comment = reviewer.post(f"/api/submissions/{submission.pk}/decision/",
+                               {"decision": "request_changes", "checklist": all_pass(team.project.pk)}, format="json")
     assert no_comment.status_code == 400 and "Say what needs to change" in no_comment.json()["detail"]
-    decided = reviewer.post(
-        f"/api/submissions/{submission.pk}/decision/", {"decision": "request_changes", "comment": "Cite the LOI."}, format="json"
-    )
+    decided = reviewer.post(f"/api/submissions/{submission.pk}/decision/",
+                            {"decision": "request_changes", "comment": "Cite the LOI.", "checklist": all_pass(team.project.pk)},
+                            format="json")
     assert decided.status_code == 200, decided.json()
     assert decided.json()["status"] == "changes_requested"
-    assert decided.json()["review"]["comment"] == "Cite the LOI." and decided.json()["review"]["reviewer"] == team.reviewer.username
+    [given] = decided.json()["reviews"]
+    assert given["comment"] == "Cite the LOI." and given["reviewer"] == team.reviewer.username
+    assert len(given["checklist"]) == 5 and all(answer["passed"] for answer in given["checklist"])
     review = Review.objects.get(submission=submission)
     assert (review.decision, review.reviewer) == ("request_changes", team.reviewer)
     env_task.refresh_from_db()

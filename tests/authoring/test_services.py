@@ -101,8 +101,8 @@ def test_frozen_rubric_version_is_never_edited_a_new_version_is_made(team, env_t
     submission = review_services.submission_create(env_task=env_task, user=team.author)
     review_services.submission_claim_next(user=team.reviewer)
     review_services.review_decide(
-        submission=submission, user=team.reviewer, decision="request_changes", comment="Add a criterion on the escrow."
-    )
+        submission=submission, user=team.reviewer, decision="request_changes", comment="Add a criterion on the escrow.",
+            checklist=factories.checklist(submission.project_id))
     v1 = env_task.rubric_versions.get(number=1)
     criterion = v1.criteria.first()
     services.criterion_update(

@@ -49,6 +49,13 @@ def assert_same_document(page: Page) -> None:
     assert page.evaluate("window.__sameDocument === true"), "an htmx action reloaded the whole page"
 
 
+def answer_checklist(page: Page, *, fail: tuple[int, ...] = ()) -> None:
+    """Answer every item of the review checklist: pass, except the rows in `fail` (0-based)."""
+    rows = page.locator("fieldset.checklist tbody tr")
+    for i in range(rows.count()):
+        rows.nth(i).get_by_label("Fail" if i in fail else "Pass").check()
+
+
 @contextmanager
 def paused(worker: WorkerProcess) -> Iterator[None]:
     """Freeze the worker process (it keeps its broker connection) and always thaw it."""
@@ -178,6 +185,7 @@ def test_author_review_pack_journey(page: Page, live_server, celery_worker_proce
     expect(page.get_by_text("Deal/Letter of intent.docx")).to_be_visible()
     page.screenshot(path=screenshot_dir / "06-submission-review.png", full_page=True)
     feedback = "Ask for the price in words as well, so the judge has something to check."
+    answer_checklist(page, fail=(1,))
     page.get_by_label(re.compile("Comment for the author")).fill(feedback)
     page.get_by_role("button", name="Request changes").click()
     expect(page.get_by_role("status").filter(has_text="Request changes: State the purchase price v1")).to_be_visible()
@@ -208,7 +216,9 @@ def test_author_review_pack_journey(page: Page, live_server, celery_worker_proce
     page.get_by_role("navigation").get_by_role("link", name="Review queue").click()
     page.get_by_role("button", name="Claim next").click()
     expect(page.get_by_role("heading", name=re.compile("State the purchase price"), level=1)).to_contain_text("v2")
-    expect(page.get_by_text("in figures and in words")).to_be_visible()
+    expect(page.locator("#submitted-prompt").get_by_text("in figures and in words")).to_be_visible()
+    expect(page.locator("#evidence-diff")).to_contain_text("in figures and in words")
+    answer_checklist(page)
     page.get_by_role("button", name="Approve").click()
     expect(page.get_by_role("status").filter(has_text="Approve: State the purchase price v2")).to_be_visible()
 

@@ -183,8 +183,8 @@ def test_a_reviewer_sees_the_probe_status_of_the_submitted_rubric(client, team, 
     submission = submission_create(env_task=price_task, user=team.author)
     client.force_login(team.reviewer)
     html = client.get(reverse("submission-review", args=[submission.pk])).content.decode()
-    status = re.search(r'<p id="review-probe-status">(.*?)</p>', html, re.S).group(1)
-    assert "Reward-hacking probes:" in status and "1 probe flagged" in status and "not the submitted one" not in status
+    status = re.search(r'<span [^>]*id="evidence-probe-status">(.*?)</span>', html, re.S).group(1)
+    assert "1 probe flagged" in status and 'id="evidence-no-probes"' not in html
 
 
 def test_a_reviewer_is_told_when_the_task_was_never_probed(client, team, price_task):
@@ -193,5 +193,5 @@ def test_a_reviewer_is_told_when_the_task_was_never_probed(client, team, price_t
     submission = submission_create(env_task=price_task, user=team.author)
     client.force_login(team.reviewer)
     html = client.get(reverse("submission-review", args=[submission.pk])).content.decode()
-    status = re.search(r'<p id="review-probe-status">(.*?)</p>', html, re.S).group(1)
-    assert "Not probed yet" in status and "the author has not run them on this task" in status
+    status = re.search(r'<span [^>]*id="evidence-probe-status">(.*?)</span>', html, re.S).group(1)
+    assert "Not probed on this rubric version" in status and "The author has not run the probes on rubric version 1" in html

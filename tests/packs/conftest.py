@@ -13,6 +13,7 @@ from authoring.services.world_transfer import world_export_archive
 from packs.formats.records import PackTask, PackWorld, task_from_snapshot, world_from_snapshot, world_key
 from reviews.models import Decision, Submission
 from reviews.services import review_decide, submission_claim_next, submission_create
+from tests import factories
 
 
 @dataclass
@@ -29,7 +30,8 @@ def approve(env_task: EnvTask, *, author: User, reviewer: User) -> Submission:
     submission = submission_create(env_task=env_task, user=author)
     claimed = submission_claim_next(user=reviewer)
     assert claimed is not None and claimed.pk == submission.pk
-    review_decide(submission=claimed, user=reviewer, decision=Decision.APPROVE, comment="Good.")
+    review_decide(submission=claimed, user=reviewer, decision=Decision.APPROVE, comment="Good.",
+                  checklist=factories.checklist(claimed.project_id))
     submission.refresh_from_db()
     return submission
 

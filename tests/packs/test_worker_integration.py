@@ -24,7 +24,8 @@ def _approved_submission(team, *, criteria: int = 3) -> Submission:
     submission = submission_create(env_task=env_task, user=team.author)
     claimed = submission_claim_next(user=team.reviewer)
     assert claimed is not None and claimed.pk == submission.pk
-    review_decide(submission=claimed, user=team.reviewer, decision=Decision.APPROVE, comment="Looks right.")
+    review_decide(submission=claimed, user=team.reviewer, decision=Decision.APPROVE, comment="Looks right.",
+        checklist=factories.checklist(claimed.project_id))
     submission.refresh_from_db()
     return submission
 

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from authoring.models import Document, EnvTaskStatus
 from reviews.models import SubmissionStatus
+from tests import factories
 
 HX = {"HTTP_HX_REQUEST": "true"}
 
@@ -182,12 +183,18 @@ def test_whole_review_path_through_the_pages(client, team, env_task):
     claimed = client.post(reverse("review-claim-next"))
     review_url = claimed["Location"]
     page = client.get(review_url).content.decode()
-    assert "Your decision" in page and "States fact 1" in page and "Acme acquires Beta" in page
+    assert "Your checklist and decision" in page and "States fact 1" in page and "Acme acquires Beta" in page
     submission = env_task.submissions.get()
-    empty = client.post(reverse("submission-decide", args=[submission.pk]), {"decision": "request_changes", "comment": ""})
+    answers = {f"check-{mark.item_id}": "pass" for mark in factories.checklist(team.project.pk)}
+    unanswered = client.post(reverse("submission-decide", args=[submission.pk]), {"decision": "approve"})
+    assert unanswered.status_code == 422 and "Answer every checklist item" in unanswered.content.decode()
+    empty = client.post(reverse("submission-decide", args=[submission.pk]), {"decision": "request_changes", "comment": "", **answers})
     assert empty.status_code == 422 and "Say what needs to change" in empty.content.decode()
+    # The refused form keeps the reviewer's answers.
+    assert empty.content.decode().count('value="pass" id="check-') == 5 and empty.content.decode().count("checked> Pass") == 5
     client.post(
-        reverse("submission-decide", args=[submission.pk]), {"decision": "request_changes", "comment": "Add the *escrow* criterion."}
+        reverse("submission-decide", args=[submission.pk]),
+        {"decision": "request_changes", "comment": "Add the *escrow* criterion.", **answers},
     )
 
     client.force_login(team.author)
@@ -198,7 +205,7 @@ def test_whole_review_path_through_the_pages(client, team, env_task):
 
     client.force_login(team.reviewer)
     second = client.post(reverse("review-claim-next"))["Location"]
-    client.post(second + "decide/", {"decision": "approve", "comment": ""})
+    client.post(second + "decide/", {"decision": "approve", "comment": "", **answers})
     env_task.refresh_from_db()
     assert env_task.status == EnvTaskStatus.APPROVED
     assert env_task.submissions.get(number=2).status == SubmissionStatus.APPROVED
@@ -217,7 +224,8 @@ def test_pack_page_builds_and_downloads(client, team, env_task, django_capture_o
         )
     submission = review_services.submission_create(env_task=env_task, user=team.author)
     review_services.submission_claim_next(user=team.reviewer)
-    review_services.review_decide(submission=submission, user=team.reviewer, decision="approve")
+    review_services.review_decide(submission=submission, user=team.reviewer, decision="approve",
+        checklist=factories.checklist(submission.project_id))
     client.force_login(team.admin)
     url = reverse("pack-list", args=[team.project.pk])
     assert env_task.title in client.get(url).content.decode()

@@ -25,7 +25,8 @@ def grow(team, world, env_task, n):
     approved = factories.env_task(world, team.author, title=f"Approved {n}")
     submission = review_services.submission_create(env_task=approved, user=team.author)
     review_services.submission_claim_next(user=team.reviewer)
-    review_services.review_decide(submission=submission, user=team.reviewer, decision="approve")
+    review_services.review_decide(submission=submission, user=team.reviewer, decision="approve",
+        checklist=factories.checklist(submission.project_id))
     for i in range(n):
         pack = Pack.objects.create(project=team.project, name=f"p{i}-{n}", version=Pack.objects.count() + 1, created_by=team.admin)
         pack.submissions.add(submission)

@@ -35,15 +35,18 @@ def test_author_never_reviews_own_task(team, env_task):
     submission = services.submission_create(env_task=env_task, user=team.author)
     assert services.submission_claim_next(user=team.author) is None
     with pytest.raises(ApplicationError, match="someone else must review"):
-        services.review_decide(submission=submission, user=team.author, decision="approve")
+        services.review_decide(submission=submission, user=team.author, decision="approve",
+            checklist=factories.checklist(submission.project_id))
 
 
 def test_request_changes_needs_a_comment_then_author_resubmits(team, env_task):
     submission = services.submission_create(env_task=env_task, user=team.author)
     assert services.submission_claim_next(user=team.reviewer) == submission
     with pytest.raises(ApplicationError, match="Say what needs to change"):
-        services.review_decide(submission=submission, user=team.reviewer, decision="request_changes", comment="")
-    services.review_decide(submission=submission, user=team.reviewer, decision="request_changes", comment="Tighten criterion 2.")
+        services.review_decide(submission=submission, user=team.reviewer, decision="request_changes", comment="",
+            checklist=factories.checklist(submission.project_id))
+    services.review_decide(submission=submission, user=team.reviewer, decision="request_changes", comment="Tighten criterion 2.",
+        checklist=factories.checklist(submission.project_id))
     env_task.refresh_from_db()
     assert env_task.status == EnvTaskStatus.CHANGES_REQUESTED
     second = services.submission_create(env_task=env_task, user=team.author)
@@ -53,7 +56,8 @@ def test_request_changes_needs_a_comment_then_author_resubmits(team, env_task):
 def test_deciding_needs_the_claim(team, env_task):
     submission = services.submission_create(env_task=env_task, user=team.author)
     with pytest.raises(ApplicationError, match="Claim this submission"):
-        services.review_decide(submission=submission, user=team.reviewer, decision="approve")
+        services.review_decide(submission=submission, user=team.reviewer, decision="approve",
+            checklist=factories.checklist(submission.project_id))
 
 
 def test_a_reviewer_gets_back_the_item_they_hold(team, env_task):

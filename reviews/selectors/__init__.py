@@ -1,0 +1,35 @@
+"""The reads of QA, scoped by membership (reviews.selectors.<module> holds each; this package names them all)."""
+
+from reviews.selectors.gates import Gate, submit_gates, unexplained_probes
+from reviews.selectors.policy import DEFAULT_CHECKLIST, checklist_items, review_policy_for_project
+from reviews.selectors.queue import (
+    adjudication_queue_for_user,
+    approved_submissions_for_project,
+    claim_cutoff,
+    review_claimed_by_user,
+    review_queue_for_user,
+    reviews_for_task,
+    submission_get_for_user,
+    submission_latest_for_task,
+    submission_list_for_user,
+    submission_previous,
+)
+
+__all__ = [
+    "DEFAULT_CHECKLIST",
+    "Gate",
+    "adjudication_queue_for_user",
+    "approved_submissions_for_project",
+    "checklist_items",
+    "claim_cutoff",
+    "review_claimed_by_user",
+    "review_policy_for_project",
+    "review_queue_for_user",
+    "reviews_for_task",
+    "submission_get_for_user",
+    "submission_latest_for_task",
+    "submission_list_for_user",
+    "submission_previous",
+    "submit_gates",
+    "unexplained_probes",
+]

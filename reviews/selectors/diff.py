@@ -1,0 +1,247 @@
+"""What changed between two submissions of the same task: the prompt and reference answer
+word by word, the rubric's criteria (paired as verification.versions pairs them, so a
+rewritten criterion reads as changed, not as one removed and one added), the rubric's
+grading settings, and the world: its outline, facts and documents (added, removed, moved,
+changed, each changed one with its line diff, a spreadsheet compared by the values it shows).
+
+Every piece of text here is user text: the HTML this module builds escapes all of it and
+adds only <ins> and <del>."""
+
+import difflib
+import re
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+from authoring.models import Criterion, CriterionTag, DocumentKind, GraderKind
+from authoring.rendering import RenderError, Workbook, parse_sheets
+from authoring.rendering.preview import format_value
+from authoring.rendering.sheets import col_letter
+from reviews.models import Submission
+from verification.versions import criteria_pairs
+
+TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
+# A word diff is quadratic at worst: past this many tokens a side, the text is compared line by line.
+MAX_WORD_TOKENS = 6_000
+MAX_DIFF_LINES = 400
+CONTEXT_LINES = 2
+
+
+# --- Text ------------------------------------------------------------------------------------------
+
+def _segments(old: list[str], new: list[str]) -> list[tuple[str, str]]:
+    """(op, text) runs, op in equal | del | ins, adjacent runs of one op merged."""
+    runs: list[tuple[str, str]] = []
+
+    def put(op: str, parts: list[str]) -> None:
+        text = "".join(parts)
+        if not text:
+            return
+        if runs and runs[-1][0] == op:
+            runs[-1] = (op, runs[-1][1] + text)
+        else:
+            runs.append((op, text))
+
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            put("equal", old[i1:i2])
+        else:
+            put("del", old[i1:i2])
+            put("ins", new[j1:j2])
+    return runs
+
+
+def segments_html(segments: list[tuple[str, str]]) -> SafeString:
+    """The runs as HTML: every run escaped, removed text in <del>, added text in <ins>."""
+    html = "".join(f"<{op}>{escape(text)}</{op}>" if op in ("ins", "del") else str(escape(text)) for op, text in segments)
+    return mark_safe(html)  # noqa: S308 - every run is escaped above; the only tags are ours
+
+
+def text_diff(old: str, new: str) -> dict:
+    """A word diff of two texts (line by line for long ones): `segments` (op, text) for a
+    template to mark up, `html` the same already marked up and escaped."""
+    old, new = old or "", new or ""
+    a, b = TOKEN.findall(old), TOKEN.findall(new)
+    if len(a) > MAX_WORD_TOKENS or len(b) > MAX_WORD_TOKENS:
+        a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    segments = _segments(a, b)
+    return {"changed": old != new, "segments": segments, "html": segments_html(segments),
+            "added": sum(len(t.split()) for op, t in segments if op == "ins"),
+            "removed": sum(len(t.split()) for op, t in segments if op == "del")}
+
+
+def line_diff(old: list[str], new: list[str]) -> dict:
+    """Changed lines with a little context: `lines` as (css class, text) with class add | del
+    | context | gap, capped at MAX_DIFF_LINES (`hidden` says how many more)."""
+    rows: list[tuple[str, str]] = []
+    for n, line in enumerate(difflib.unified_diff(old, new, lineterm="", n=CONTEXT_LINES)):
+        if n < 2:  # the ---/+++ header
+            continue
+        if line.startswith("@@"):
+            rows.append(("gap", "…"))
+        else:
+            rows.append(({"+": "add", "-": "del"}.get(line[:1], "context"), line[1:]))
+    if rows and rows[0][0] == "gap":
+        rows = rows[1:]
+    return {"lines": rows[:MAX_DIFF_LINES], "hidden": max(len(rows) - MAX_DIFF_LINES, 0),
+            "added": sum(1 for c, _ in rows if c == "add"), "removed": sum(1 for c, _ in rows if c == "del")}
+
+
+# --- Documents ---------------------------------------------------------------------------------------
+
+FORMAT_LABELS = {"docx": "Word document", "xlsx": "Spreadsheet", "pptx": "Slides", "pdf": "PDF", "md": "Markdown", "csv": "CSV table"}
+
+
+def document_type(kind: str, fmt: str) -> str:
+    """What a reader calls the document: "Spreadsheet", "Email"…"""
+    if kind == DocumentKind.FILE:
+        return FORMAT_LABELS.get(fmt, (fmt or "file").upper())
+    return dict(DocumentKind.choices).get(kind, kind)
+
+
+def document_anchor(path: str) -> str:
+    """The id of a document's entry on the review page (reviews/_evidence.html)."""
+    return "evidence-doc-" + "".join(ch if ch.isalnum() else "-" for ch in path).strip("-").lower()
+
+
+def _sheet_lines(content: str) -> list[str]:
+    """A spreadsheet as the Drive shows it, one line per row: computed values in their number
+    formats (a formula's source changes only what its value shows)."""
+    structured, where = parse_sheets(content)
+    book = Workbook(structured, where)
+    lines = []
+    for sheet in book.sheets:
+        lines.append(f"Sheet {sheet.name}")
+        for r in range(1, sheet.max_row + 1):
+            values = [(c, format_value(cell.value, cell.number_format)) for c in range(1, sheet.max_col + 1)
+                      if (cell := sheet.cells.get((r, c))) is not None]
+            shown = [f"{col_letter(c)}{r} {value}" for c, value in values if value != ""]
+            if shown:
+                lines.append(" · ".join(shown))
+    return lines
+
+
+def shown_lines(document: dict) -> list[str]:
+    """What a reader of the document sees, as lines to compare: a message's or an event's
+    fields, then its text; a spreadsheet's values (its text when it cannot be computed)."""
+    content = document.get("content") or ""
+    if document.get("kind") == DocumentKind.FILE and document.get("format") == "xlsx":
+        try:
+            return _sheet_lines(content)
+        except (RenderError, ValueError):
+            pass
+    fields = [f"{key}: {value}" for key, value in sorted((document.get("metadata") or {}).items()) if value not in ("", None, [], {})]
+    return fields + content.splitlines()
+
+
+def _document_changes(old_docs: list[dict], new_docs: list[dict]) -> dict:
+    before = {d["path"]: d for d in old_docs}
+    after = {d["path"]: d for d in new_docs}
+    added = [d for p, d in after.items() if p not in before]
+    removed = [d for p, d in before.items() if p not in after]
+    # A document moved to another folder keeps its content: say so rather than "removed" and "added".
+    moved = []
+    for doc in list(added):
+        twin = next((r for r in removed if r.get("kind") == doc.get("kind") and r.get("content") == doc.get("content")
+                     and (r.get("content") or "").strip()), None)
+        if twin is not None:
+            moved.append({"old_path": twin["path"], "path": doc["path"], "kind": doc.get("kind")})
+            added.remove(doc)
+            removed.remove(twin)
+    changed, unchanged = [], 0
+    for path, new in after.items():
+        old = before.get(path)
+        if old is None:
+            continue
+        if all(old.get(k) == new.get(k) for k in ("kind", "format", "content", "metadata")):
+            unchanged += 1
+            continue
+        diff = line_diff(shown_lines(old), shown_lines(new))
+        changed.append({"path": path, "kind": new.get("kind"), "format": new.get("format", ""), "anchor": document_anchor(path), **diff,
+                        "format_changed": (old.get("format"), new.get("format")) if old.get("format") != new.get("format") else None,
+                        "values_only": new.get("format") == "xlsx" and not diff["lines"],
+                        "was_empty": not (old.get("content") or "").strip()})
+    def entry(d: dict) -> dict:
+        return {"path": d["path"], "kind": d.get("kind"), "format": d.get("format", ""), "anchor": document_anchor(d["path"]),
+                "type": document_type(d.get("kind", ""), d.get("format", ""))}
+
+    return {"added": [entry(d) for d in added], "removed": [entry(d) for d in removed],
+            "moved": moved, "changed": changed, "unchanged": unchanged,
+            "any": bool(added or removed or moved or changed)}
+
+
+def _fact_changes(old: list[dict], new: list[dict]) -> list[dict]:
+    before = {f.get("key", ""): f.get("value", "") for f in old or []}
+    after = {f.get("key", ""): f.get("value", "") for f in new or []}
+    rows = [{"key": k, "kind": "added", "new": v} for k, v in after.items() if k not in before]
+    rows += [{"key": k, "kind": "removed", "old": v} for k, v in before.items() if k not in after]
+    rows += [{"key": k, "kind": "changed", "old": before[k], "new": v} for k, v in after.items() if k in before and before[k] != v]
+    return rows
+
+
+# --- Rubric --------------------------------------------------------------------------------------------
+
+def _criterion(c: Criterion, number: int | None) -> dict:
+    return {"number": number, "text": c.text, "points": c.points, "tag": c.tag, "tag_label": CriterionTag(c.tag).label
+            if c.tag in CriterionTag.values else c.tag, "grader_label": GraderKind(c.grader_kind).label
+            if c.grader_kind in GraderKind.values else c.grader_kind}
+
+
+def _criteria_changes(old: list[Criterion], new: list[Criterion]) -> dict:
+    added, removed, changed, unchanged = [], [], [], 0
+    for pair in criteria_pairs(old, new):
+        if pair.old is None:
+            added.append(_criterion(pair.new, pair.new_number))
+            continue
+        if pair.new is None:
+            removed.append(_criterion(pair.old, pair.old_number))
+            continue
+        o, n = pair.old, pair.new
+        grader_changed = o.grader_kind != n.grader_kind or o.grader_config != n.grader_config
+        if pair.kind == "same" and o.tag == n.tag and not grader_changed:
+            unchanged += 1
+            continue
+        changed.append({
+            "old": _criterion(o, pair.old_number), "new": _criterion(n, pair.new_number),
+            "text": text_diff(o.text, n.text) if pair.text_changed else None,
+            "points_changed": pair.points_changed, "tag_changed": o.tag != n.tag, "grader_changed": grader_changed,
+        })
+    return {"added": added, "removed": removed, "changed": changed, "unchanged": unchanged, "any": bool(added or removed or changed)}
+
+
+SETTINGS = (("pass_threshold", "Pass threshold"), ("all_must_pass", "All criteria must pass"), ("judge_samples", "Judge samples"))
+
+
+def _settings_changes(previous: Submission, current: Submission) -> list[dict]:
+    old, new = previous.rubric_version, current.rubric_version
+    return [{"name": label, "old": getattr(old, field), "new": getattr(new, field)}
+            for field, label in SETTINGS if getattr(old, field) != getattr(new, field)]
+
+
+# --- The whole ----------------------------------------------------------------------------------------
+
+def submission_diff(*, previous: Submission, current: Submission) -> dict:
+    """What changed from `previous` to `current` (two versions of one task, both read by the
+    caller through an access-scoped selector)."""
+    old, new = previous.snapshot, current.snapshot
+    fields = []
+    for section, key, label in (("task", "title", "Title"), ("task", "prompt", "Prompt"), ("task", "reference_answer", "Reference answer"),
+                                ("task", "deliverable_kind", "Deliverable"), ("world", "outline", "World outline")):
+        a, b = str(old.get(section, {}).get(key) or ""), str(new.get(section, {}).get(key) or "")
+        if a != b:
+            fields.append({"key": key, "label": label, "diff": text_diff(a, b)})
+    if previous.rubric_version_id == current.rubric_version_id:
+        criteria = {"added": [], "removed": [], "changed": [], "any": False,
+                    "unchanged": len(new.get("rubric", {}).get("criteria", []))}
+        settings = []
+    else:
+        criteria = _criteria_changes(list(previous.rubric_version.criteria.all()), list(current.rubric_version.criteria.all()))
+        settings = _settings_changes(previous, current)
+    documents = _document_changes(old.get("world", {}).get("documents", []), new.get("world", {}).get("documents", []))
+    facts = _fact_changes(old.get("world", {}).get("facts", []), new.get("world", {}).get("facts", []))
+    return {
+        "previous_number": previous.number, "current_number": current.number, "previous": previous,
+        "old_rubric_number": old.get("rubric", {}).get("version"), "new_rubric_number": new.get("rubric", {}).get("version"),
+        "fields": fields, "criteria": criteria, "settings": settings, "documents": documents, "facts": facts,
+        "nothing_changed": not (fields or criteria["any"] or settings or documents["any"] or facts),
+    }
