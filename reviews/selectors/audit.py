@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from django.db.models import CharField, F, IntegerField, Q, QuerySet, Value
+from django.db.models.functions import Cast
 from django.urls import reverse
 from django.utils import timezone
 
@@ -64,8 +65,10 @@ class AuditFilters:
         return {"verbs": self.kinds or None, "actor_id": self.actor_id, "since": self.since, "until": self.until}
 
 
-def _null(field) -> Value:
-    return Value(None, output_field=field)
+def _null(field) -> Cast:
+    # Typed: PostgreSQL resolves a UNION's column types part by part, and two untyped NULLs
+    # in a row become text, which then cannot meet the next part's bigint.
+    return Cast(Value(None), output_field=field)
 
 
 def _columns(**columns) -> dict:

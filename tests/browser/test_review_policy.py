@@ -121,6 +121,13 @@ def test_gate_two_reviewers_disagree_admin_adjudicates_pack_and_audit(page: Page
     page.get_by_role("button", name="Approve").click()
     expect(page.get_by_role("status")).to_contain_text("Settled: Approve on State the purchase price v1")
 
+    # The reviewer dashboard: the pair's decisions disagreed on their one shared submission.
+    page.goto(f"{base}/reviews/stats/")
+    expect(page.locator("#stat-adjudication")).to_have_text("0")
+    expect(page.locator("#stats-pairs")).to_contain_text("rita-reviewer")
+    expect(page.locator("#stats-pairs")).to_contain_text("ravi-reviewer")
+    page.screenshot(path=shots / "05-reviewer-dashboard.png", full_page=True)
+
     # 6. The pack includes the task.
     page.goto(f"{base}/projects/{project.pk}/")
     page.get_by_role("link", name="Packs").click()

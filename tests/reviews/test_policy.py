@@ -313,3 +313,15 @@ def test_the_queue_page_is_paginated(client, team, world):
     assert "Page 1 of 2 · 55 in all" in first and first.count("<tr><td>Task ") == 50
     second = client.get(reverse("review-queue") + "?page=2").content.decode()
     assert second.count("<tr><td>Task ") == 5
+
+
+def test_reviewers_are_told_once_when_the_queue_reaches_the_threshold(team, world):
+    from reviews.models import Notification
+
+    policy(team.project, queue_alert_threshold=3)
+    for i in range(5):
+        services.submission_create(env_task=factories.env_task(world, team.author, title=f"T{i}", criteria=1), user=team.author)
+    notices = Notification.objects.filter(text__contains="submissions are waiting for review")
+    assert sorted(n.recipient.username for n in notices) == sorted([team.reviewer.username, team.admin.username])
+    assert {n.text for n in notices} == {"3 submissions are waiting for review in Corporate law — M&A."}
+    assert not Notification.objects.filter(recipient=team.author).exists()
