@@ -113,3 +113,33 @@ def draft_messages(document: Document, room: list[dict], *, instruction: str = "
             f"The current version is:\n{document.content[:20000]}\n\nRewrite it following this instruction from the expert: {instruction}"
         )})
     return messages
+
+
+NOUNS = {
+    "docx": "a Word document (.docx)", "xlsx": "a spreadsheet (.xlsx)", "pptx": "a slide deck (.pptx)", "pdf": "a PDF",
+    "md": "a markdown file", "csv": "a CSV table", "email": "an email (.eml)", "chat": "a chat message",
+    "event": "a calendar event (.ics)",
+}
+
+
+def document_noun(document: Document) -> str:
+    """What the document becomes, in an expert's words: 'a spreadsheet (.xlsx)'."""
+    return NOUNS.get(document.kind if document.kind != "file" else document.format, "its file")
+
+
+def repair_messages(messages: list[dict], structured: object, content: str, problem: str, *, document: Document) -> list[dict]:
+    """The conversation so far, the draft the model gave, and why it did not build: the
+    renderer's message names a line of the document's text form (shown) or a metadata field."""
+    shown = content if len(content) <= 12_000 else content[:12_000] + "\n…"
+    numbered = "\n".join(f"{n:>4}  {line}" for n, line in enumerate(shown.split("\n"), 1))
+    return [
+        *messages,
+        {"role": "assistant", "content": json.dumps(structured, ensure_ascii=False)},
+        {"role": "user", "content": (
+            f"That draft cannot be built into {document_noun(document)}. The problem: {problem}\n\n"
+            f"Your draft in the data room's text form, with line numbers:\n{numbered}\n\n"
+            "Reply again with the whole corrected document as JSON matching the schema: fix that problem and keep "
+            "everything else as it was. Dates and times need their UTC offset (e.g. 2026-01-05T09:30:00+01:00); "
+            "an event's end is not before its start; number formats apply to plain cell ranges such as B2:B9."
+        )},
+    ]

@@ -70,6 +70,7 @@ class Document(TimeStampedModel):
     class Meta:
         ordering = ["position", "id"]
         constraints = [models.UniqueConstraint(fields=["world", "path"], name="unique_document_path_per_world")]
+        indexes = [models.Index(fields=["world", "position", "id"], name="document_world_position")]  # the data room's order
 
     def __str__(self) -> str:
         return self.path
@@ -144,6 +145,11 @@ class EnvTask(TimeStampedModel):
 
     class Meta:
         ordering = ["-updated_at", "id"]
+        indexes = [  # the project page's sorts and status filter (authoring/views/project.py)
+            models.Index(fields=["project", "-updated_at", "id"], name="envtask_project_updated"),
+            models.Index(fields=["project", "title", "id"], name="envtask_project_title"),
+            models.Index(fields=["project", "status", "-updated_at"], name="envtask_project_status"),
+        ]
 
     def __str__(self) -> str:
         return self.title

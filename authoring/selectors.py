@@ -107,14 +107,16 @@ def rubric_summary(*, rubric_version: RubricVersion | None) -> dict:
     }
 
 
-def world_consistency_report(*, world: World) -> list:
-    from authoring.consistency import find_mismatches
+def world_consistency_report(*, world: World):
+    """The consistency check of a world's documents against its facts sheet (a
+    consistency.Report). The caller has already been given the world by a scoped selector."""
+    from authoring.consistency import check
 
     documents = [
-        (d.pk, d.path, " ".join([d.content, *[str(v) for v in d.metadata.values()]]))
-        for d in world.documents.only("pk", "path", "content", "metadata")
+        (d.pk, d.path, "\n\n".join(x for x in [str(d.metadata.get("subject") or ""), d.content] if x))
+        for d in world.documents.only("pk", "path", "content", "metadata", "position")
     ]
-    return find_mismatches(world.facts, documents)
+    return check(world.facts, documents)
 
 
 def document_version_get_for_user(*, user: User, pk: int):
@@ -127,7 +129,10 @@ def document_version_get_for_user(*, user: User, pk: int):
 
 
 def draft_run_latest(*, world: World):
-    return world.draft_runs.select_related("endpoint").first()
+    """The run the drafting panel follows: the newest with work still open (a retried job
+    reopens an older run), else the newest."""
+    runs = world.draft_runs.select_related("endpoint")
+    return runs.filter(jobs__status__in=["queued", "running"]).distinct().first() or runs.first()
 
 
 def draft_run_get_for_user(*, user: User, pk: int):
@@ -149,3 +154,18 @@ def skeleton_proposal_get_for_user(*, user: User, pk: int):
     return get_object_or_404(
         SkeletonProposal.objects.filter(world__project__in=project_list_for_user(user=user)).select_related("world"), pk=pk
     )
+
+
+def document_draft_states(*, world_id: int) -> dict[int, DraftJob]:
+    """{document id: its last draft job} for the documents whose last job did not end
+    well or is still open (failed, cancelled, queued, drafting), for the data room's
+    status cell. A failure older than the document's last change (edited by hand since)
+    is no longer news and is left out. One query, whatever the size of the room."""
+    from django.db.models import F, OuterRef, Subquery
+
+    from authoring.models import DraftJobStatus
+
+    last = DraftJob.objects.filter(document=OuterRef("pk")).order_by("-id").values("id")[:1]
+    last_ids = Document.objects.filter(world_id=world_id).annotate(last_job=Subquery(last)).values("last_job")
+    jobs = DraftJob.objects.filter(pk__in=last_ids).exclude(status=DraftJobStatus.DONE).annotate(changed_at=F("document__updated_at"))
+    return {job.document_id: job for job in jobs if job.finished_at is None or job.finished_at >= job.changed_at}

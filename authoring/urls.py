@@ -1,10 +1,12 @@
 from django.urls import path
 
 from authoring import views
+from authoring.views.grid import document_grid_evaluate, document_grid_from_text
 
 urlpatterns = [
     path("projects/<int:pk>/", views.project_detail, name="project-detail"),
     path("projects/<int:project_pk>/worlds/new/", views.world_create, name="world-create"),
+    path("projects/<int:project_pk>/tasks/new/", views.project_task_create, name="project-task-create"),
     path("worlds/<int:pk>/", views.world_editor, name="world-editor"),
     path("worlds/<int:world_pk>/documents/new/", views.document_add, name="document-add"),
     path("worlds/<int:world_pk>/tasks/new/", views.task_create, name="task-create"),
@@ -13,6 +15,8 @@ urlpatterns = [
     path("documents/<int:pk>/move/", views.document_move, name="document-move"),
     path("documents/<int:pk>/delete/", views.document_delete, name="document-delete"),
     path("documents/<int:pk>/preview/", views.document_preview, name="document-preview"),
+    path("documents/<int:pk>/grid/evaluate/", document_grid_evaluate, name="document-grid-evaluate"),
+    path("documents/<int:pk>/grid/from-text/", document_grid_from_text, name="document-grid-from-text"),
     path("worlds/<int:pk>/suggest-skeleton/", views.world_suggest_skeleton, name="world-suggest-skeleton"),
     path("worlds/<int:pk>/draft-all/", views.world_draft_all, name="world-draft-all"),
     path("worlds/<int:pk>/upload/", views.world_upload, name="world-upload"),
@@ -21,6 +25,9 @@ urlpatterns = [
     path("projects/<int:project_pk>/worlds/import/", views.world_import, name="world-import"),
     path("skeleton-proposals/<int:pk>/", views.skeleton_proposal, name="skeleton-proposal"),
     path("skeleton-proposals/<int:pk>/accept/", views.skeleton_accept, name="skeleton-accept"),
+    path("skeleton-proposals/<int:pk>/items/new/", views.skeleton_item_add, name="skeleton-item-add"),
+    path("skeleton-proposals/<int:pk>/items/<int:index>/", views.skeleton_item, name="skeleton-item"),
+    path("skeleton-proposals/<int:pk>/items/<int:index>/reject/", views.skeleton_item_reject, name="skeleton-item-reject"),
     path("draft-runs/<int:pk>/", views.draft_run_progress, name="draft-run-progress"),
     path("draft-runs/<int:pk>/cancel/", views.draft_run_cancel, name="draft-run-cancel"),
     path("draft-jobs/<int:pk>/retry/", views.draft_job_retry, name="draft-job-retry"),

@@ -38,6 +38,7 @@ def main() -> None:
     os.environ["DEBUG"] = "0"
     os.environ["SECRET_KEY"] = secrets.token_urlsafe(64)
     os.environ["ALLOWED_HOSTS"] = "testserver"
+    os.environ["SECURE_SSL_REDIRECT"] = "0"  # the test client speaks plain http
     os.environ["CELERY_BROKER_URL"] = "memory://localhost/"
     var_dir = Path(tempfile.mkdtemp(prefix="tw-bench-queue-"))
     os.environ["TASKWRIGHT_VAR_DIR"] = str(var_dir)

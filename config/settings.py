@@ -117,6 +117,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "reviews.context_processors.notifications",
+                "accounts.context_processors.navigation",
             ],
             "builtins": ["core.templatetags.taskwright"],
         },

@@ -10,7 +10,8 @@ class EndpointForm(forms.ModelForm):
                   "max_retries", "stream", "price_input_per_mtok", "price_output_per_mtok", "enabled"]
         labels = {"api_key_env": "API key variable (name only)", "price_input_per_mtok": "$ per million input tokens",
                   "price_output_per_mtok": "$ per million output tokens", "max_concurrency": "Max concurrent calls",
-                  "stream": "Stream answers"}
+                  "stream": "Stream answers",
+                  "connect_timeout": "Connect timeout (seconds)", "read_timeout": "Read timeout (seconds)"}
         help_texts = {
             "api_key_env": "Name of the environment variable holding the key: one starting with TASKWRIGHT_MODEL_KEY_ "
                            "(e.g. TASKWRIGHT_MODEL_KEY_OPENAI), or one the server's MODEL_KEY_VARIABLES lists (e.g. OPENAI_API_KEY).",

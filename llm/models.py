@@ -1,5 +1,6 @@
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import models
 
 from core.models import TimeStampedModel
@@ -55,6 +56,7 @@ class CallPurpose(models.TextChoices):
     DRAFTING = "drafting", "Drafting"
     ROLLOUT = "rollout", "Rollout"
     JUDGE = "judge", "Judge"
+    CHECK = "check", "Connection test"
     OTHER = "other", "Other"
 
 
@@ -81,6 +83,39 @@ class ModelCall(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # The pickers' default (llm.selectors.endpoint_default): each endpoint's latest calls in a project.
+        indexes = [models.Index(fields=["endpoint", "project_id", "created_at"], name="llm_call_endpoint_project_at")]
 
     def __str__(self) -> str:
         return f"{self.purpose} on {self.endpoint_name}: {self.outcome}"
+
+
+class EndpointCheckStatus(models.TextChoices):
+    QUEUED = "queued", "Waiting for a worker"
+    RUNNING = "running", "Testing"
+    OK = "ok", "OK"
+    FAILED = "failed", "Failed"
+
+
+class EndpointCheck(models.Model):
+    """One "Test connection" of an endpoint: a tiny call through llm.client, run on the
+    `default` queue (no model call runs inside a web request), its result polled by the page."""
+
+    endpoint = models.ForeignKey(ModelEndpoint, on_delete=models.CASCADE, related_name="checks")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=8, choices=EndpointCheckStatus.choices, default=EndpointCheckStatus.QUEUED)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    reason = models.TextField(blank=True, help_text="Why it failed, in words an admin can act on.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["endpoint", "created_at"], name="llm_check_endpoint_at")]
+
+    def __str__(self) -> str:
+        return f"Connection test of {self.endpoint_id}: {self.status}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in (EndpointCheckStatus.OK, EndpointCheckStatus.FAILED)

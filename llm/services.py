@@ -1,3 +1,4 @@
+import logging
 import re
 from urllib.parse import urlsplit
 
@@ -5,10 +6,14 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractUser, AnonymousUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
 from core.exceptions import ApplicationError, PermissionRefused
-from llm import egress
-from llm.models import EndpointKind, ModelEndpoint
+from llm import egress, tasks
+from llm.errors import ModelError
+from llm.models import CallPurpose, EndpointCheck, EndpointCheckStatus, EndpointKind, ModelEndpoint
+
+logger = logging.getLogger(__name__)
 
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{0,99}$")
 FIELDS = ("name", "kind", "base_url", "model", "api_key_env", "max_concurrency", "connect_timeout", "read_timeout",
@@ -24,10 +29,11 @@ def _clean(data: dict) -> dict:
     name = (data.get("name") or "").strip()
     if not name or len(name) > 100:
         raise ApplicationError("Give the endpoint a name (100 characters at most).")
-    for field, low, high in (("connect_timeout", 0.1, 600), ("read_timeout", 0.1, 3600), ("max_retries", 0, 20),
-                             ("price_input_per_mtok", 0, 100_000), ("price_output_per_mtok", 0, 100_000)):
+    for field, low, high, unit in (("connect_timeout", 0.1, 600, " seconds"), ("read_timeout", 0.1, 3600, " seconds"),
+                                   ("max_retries", 0, 20, ""), ("price_input_per_mtok", 0, 100_000, ""),
+                                   ("price_output_per_mtok", 0, 100_000, "")):
         if field in data and data[field] is not None and not low <= float(data[field]) <= high:
-            raise ApplicationError(f"{field.replace('_', ' ').capitalize()} must be between {low:g} and {high:g}.")
+            raise ApplicationError(f"{field.replace('_', ' ').capitalize()} must be between {low:g} and {high:g}{unit}.")
     kind = data.get("kind")
     if kind not in EndpointKind.values:
         raise ApplicationError("Choose the endpoint kind.")
@@ -99,3 +105,50 @@ def endpoint_save(*, user: AbstractUser | AnonymousUser, data: dict, endpoint: M
                 setattr(endpoint, field, data[field])
         endpoint.save()
     return endpoint
+
+
+# --- Test connection ------------------------------------------------------------------------
+
+CHECK_MESSAGES = [{"role": "user", "content": "This is a connection test. Reply with the single word OK."}]
+CHECK_MAX_TOKENS = 5
+
+
+def endpoint_check_start(*, user: AbstractUser | AnonymousUser, endpoint: ModelEndpoint) -> EndpointCheck:
+    """Queue one tiny call to the endpoint on the `default` queue, sent once this commits:
+    the caller is a web request, and no model call runs inside one. The page polls the check."""
+    require_staff(user)
+    if not endpoint.enabled:
+        raise ApplicationError(f"{endpoint.name} is disabled: enable it before testing its connection.")
+    with transaction.atomic():
+        check = EndpointCheck.objects.create(endpoint=endpoint, requested_by=user)
+        transaction.on_commit(lambda: tasks.endpoint_check_run.delay(check.pk))
+    return check
+
+
+def _check_finished(check_id: int, status: str, *, latency_ms: int | None = None, reason: str = "") -> None:
+    EndpointCheck.objects.filter(pk=check_id, status=EndpointCheckStatus.RUNNING).update(
+        status=status, latency_ms=latency_ms, reason=reason[:1000], finished_at=timezone.now()
+    )
+
+
+def endpoint_check_run(*, check_id: int) -> None:
+    """Run a queued connection test: one attempt (no retries, so the answer comes in one
+    timeout at most) through llm.client.chat, logged like every call (purpose "check").
+    Claimed by a conditional update: a second delivery of the same message does nothing.
+    The model is called outside any transaction."""
+    from llm.client import chat  # (imported here: the SDKs are heavy, and the web process never runs this)
+
+    if not EndpointCheck.objects.filter(pk=check_id, status=EndpointCheckStatus.QUEUED).update(status=EndpointCheckStatus.RUNNING):
+        return
+    check = EndpointCheck.objects.select_related("endpoint").get(pk=check_id)
+    endpoint = check.endpoint
+    endpoint.max_retries = 0  # (this call only, never saved: a test that retries for minutes tells the admin nothing)
+    try:
+        result = chat(endpoint=endpoint, messages=CHECK_MESSAGES, purpose=CallPurpose.CHECK, max_tokens=CHECK_MAX_TOKENS)
+    except ModelError as error:
+        _check_finished(check_id, EndpointCheckStatus.FAILED, reason=str(error))
+    except Exception as error:  # a failure nobody foresaw still ends the check, so the page stops waiting
+        logger.exception("Connection test %s of endpoint %s failed unexpectedly", check_id, endpoint.pk)
+        _check_finished(check_id, EndpointCheckStatus.FAILED, reason=f"The test stopped with an unexpected error ({type(error).__name__}).")
+    else:
+        _check_finished(check_id, EndpointCheckStatus.OK, latency_ms=result.latency_ms)

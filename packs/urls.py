@@ -3,6 +3,7 @@ from django.urls import path
 from packs import views
 
 urlpatterns = [
+    path("packs/", views.pack_index, name="pack-index"),
     path("projects/<int:project_pk>/packs/", views.pack_list, name="pack-list"),
     path("projects/<int:project_pk>/packs/import/", views.pack_import, name="pack-import"),
     path("packs/<int:pk>/", views.pack_detail, name="pack-detail"),

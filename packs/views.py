@@ -2,9 +2,11 @@ from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.selectors import membership_get
+from accounts.models import Role
+from accounts.selectors import membership_get, project_list_for_user
 from accounts.services import require_role
 from core.exceptions import ApplicationError
+from core.listing import ListSpec, list_page
 from core.views import render_error
 from packs import selectors, services
 from packs.downloads import format_download_response
@@ -43,6 +45,22 @@ def pack_list(request: HttpRequest, project_pk: int) -> HttpResponse:
             return render_error(request, "packs/pack_list.html", context, error)
         return redirect("pack-list", project_pk=project_pk)
     return render(request, "packs/pack_list.html", context)
+
+
+PACKS = ListSpec(
+    sorts={"created": ("created_at", "id"), "name": ("name", "version", "id"), "project": ("project__name", "-created_at", "id")},
+    default_sort="-created", filters={"status": ("status", PackStatus.values)}, search=("name",),
+)
+
+
+@require_GET
+def pack_index(request: HttpRequest) -> HttpResponse:
+    """The navigation's Packs for an admin of several projects: every pack of the projects
+    they administer, a page at a time, and a link to each project's packs to build one."""
+    packs = list_page(request, selectors.pack_list_for_user(user=request.user), PACKS)
+    projects = project_list_for_user(user=request.user).filter(memberships__user=request.user, memberships__role=Role.ADMIN)
+    context = {"listing": packs, "packs": packs.rows, "projects": projects.order_by("name", "pk"), "statuses": PackStatus.choices}
+    return render(request, "packs/pack_index.html", context)
 
 
 @require_POST

@@ -54,7 +54,21 @@ def batch_progress(*, batch: RolloutBatch) -> dict:
     counts["finished"] = finished
     counts["percent"] = int(100 * finished / counts["total"]) if counts["total"] else 100
     counts["is_finished"] = finished == counts["total"]
+    counts["cancel"] = _cancel_summary(batch) if batch.cancelled_at else None
     return counts
+
+
+def _cancel_summary(batch: RolloutBatch) -> dict:
+    """How a cancelled batch's rollouts ended around the cancel: finished before it, ended
+    after it (they were running: stopped at their next step, or finished that step), and
+    never started."""
+    ended = (RolloutStatus.COMPLETED, RolloutStatus.FAILED, RolloutStatus.CANCELLED)
+    return batch.rollouts.aggregate(
+        before=Count("id", filter=Q(status__in=ended, finished_at__lte=batch.cancelled_at, started_at__isnull=False)),
+        after=Count("id", filter=Q(status__in=ended, finished_at__gt=batch.cancelled_at, started_at__isnull=False)),
+        never_started=Count("id", filter=Q(status=RolloutStatus.CANCELLED, started_at__isnull=True)),
+        still_running=Count("id", filter=Q(status__in=(RolloutStatus.QUEUED, RolloutStatus.RUNNING))),
+    )
 
 
 def batch_rollouts(*, batch: RolloutBatch) -> QuerySet[Rollout]:

@@ -93,6 +93,30 @@ class UploadRefusedSerializer(serializers.Serializer):
     files = RefusedFileSerializer(many=True)
 
 
+class KeptDocumentSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="document.pk")
+    path = serializers.CharField(source="document.path")
+    kind = serializers.ChoiceField(source="document.kind", choices=DocumentKind.choices)
+    remark = serializers.CharField(help_text="What it is to the upload, e.g. 'Attached to Uploads/re-msa.eml'; often empty.")
+
+
+class NotKeptSerializer(serializers.Serializer):
+    item = serializers.CharField(help_text="What of the file was not kept, e.g. 'The attachment photo.png of the email …'.")
+    reason = serializers.CharField(help_text="Why, in plain words.")
+
+
+class UploadedFileSerializer(serializers.Serializer):
+    name = serializers.CharField(help_text="The file's name, made harmless.")
+    format = serializers.CharField(help_text="What the file was found to be: docx, xlsx, pptx, pdf, eml, mbox, ics, csv, md or txt.")
+    kept = KeptDocumentSerializer(many=True, help_text="The documents it became.")
+    not_kept = NotKeptSerializer(many=True, source="left", help_text="What it held that was not kept, and why.")
+
+
+class UploadReportSerializer(serializers.Serializer):
+    documents = DocumentListSerializer(many=True, help_text="Every document added, in data-room order.")
+    files = UploadedFileSerializer(many=True, help_text="Per file sent: what it became and what was not kept.")
+
+
 UPLOAD_REQUEST = inline_serializer("DocumentUploadRequest", fields={
     "files": serializers.ListField(child=serializers.FileField(), help_text="One or more files (multipart field `files`)."),
 })
@@ -248,11 +272,15 @@ class WorldUploadApi(ApiView):
     @extend_schema(
         summary="Upload existing files into the world's data room",
         description=f"Multipart, field `files` (at most {MAX_FILES_PER_UPLOAD}). Each file's format is decided from its content "
-        "(docx, xlsx, pptx, pdf, eml, csv, md, txt) and its text extracted for agents; it lands in Uploads/. All or "
-        "nothing: when any file is refused, none is added and the answer says why, per file.",
+        "(docx, xlsx, pptx, pdf, eml, mbox, ics, csv, md, txt) and its text extracted for agents; it lands in Uploads/. "
+        "An email becomes an email document and each attachment a file linked from it (metadata `attachments`); a "
+        "mailbox (mbox) becomes its emails, threads kept; a calendar (ics) one calendar event per event. What a file "
+        "holds that cannot be kept (an attachment of an unsupported type, an event without a start …) is listed under "
+        "`files[].not_kept` with the reason. All or nothing: when any file is refused, none is added and the answer "
+        "says why, per file.",
         request={"multipart/form-data": UPLOAD_REQUEST},
         responses={
-            201: DocumentListSerializer(many=True),
+            201: UploadReportSerializer,
             400: OpenApiResponse(UploadRefusedSerializer, description="Some files were refused; nothing was added."),
             403: ERRORS[403],
             404: ERRORS[404],
@@ -264,9 +292,9 @@ class WorldUploadApi(ApiView):
         if not files:
             raise InvalidRequest("Send one or more files in the multipart field `files`.")
         try:
-            created = documents_upload(world=world, user=request.user, uploaded_files=files)
+            report = documents_upload(world=world, user=request.user, uploaded_files=files)
         except UploadRefused as refused:
             return Response(
                 UploadRefusedSerializer({"detail": refused.message, "files": refused.files}).data, status=status.HTTP_400_BAD_REQUEST
             )
-        return Response(DocumentListSerializer(created, many=True).data, status=status.HTTP_201_CREATED)
+        return Response(UploadReportSerializer(report).data, status=status.HTTP_201_CREATED)

@@ -47,8 +47,13 @@ class MismatchSerializer(serializers.Serializer):
     fact_value = serializers.CharField(help_text="Its value in the facts sheet.")
     document = serializers.IntegerField(source="document_id")
     document_path = serializers.CharField()
-    found = serializers.CharField(help_text="The different value the document states.")
-    snippet = serializers.CharField(help_text="The text around the mention.")
+    found = serializers.CharField(source="found_value", help_text="The different value the document states, as written.")
+    snippet = serializers.CharField(help_text="The sentence or table row of the document that states it.")
+    kind = serializers.CharField(help_text="amount, date, percent, duration, jurisdiction or party.")
+    reference_source = serializers.CharField(
+        source="reference.evidence.source", help_text="Facts sheet, or the document the other value is from."
+    )
+    reference_passage = serializers.CharField(source="reference.evidence.passage", help_text="The passage that states the other value.")
 
 
 class ConsistencyReportSerializer(serializers.Serializer):
@@ -114,5 +119,5 @@ class WorldConsistencyApi(ApiView):
     )
     def get(self, request: Request, pk: int) -> Response:
         world = selectors.world_get_for_user(user=request.user, pk=pk)
-        mismatches = selectors.world_consistency_report(world=world)
-        return Response(ConsistencyReportSerializer({"world": world.pk, "mismatches": mismatches}).data)
+        report = selectors.world_consistency_report(world=world)
+        return Response(ConsistencyReportSerializer({"world": world.pk, "mismatches": report.findings}).data)

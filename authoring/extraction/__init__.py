@@ -21,7 +21,11 @@ from authoring.extraction.detect import decode_text, detect_format
 from core.archives import check_zip
 from core.exceptions import ApplicationError
 
-FORMATS = ("docx", "xlsx", "pptx", "pdf", "eml", "csv", "md", "txt")
+FORMATS = ("docx", "xlsx", "pptx", "pdf", "eml", "mbox", "ics", "csv", "md", "txt")
+# Files that hold several items: an upload makes them emails (mail.read_mailbox) and
+# calendar events (calendar.read_calendar). Elsewhere (a file in a world zip's drive)
+# they are text files, like an .eml there.
+CONTAINER_FORMATS = ("mbox", "ics")
 # The data-room document each detected format becomes: (kind, DocumentFormat, extension).
 DOCUMENT_TYPES = {
     "docx": ("file", "docx", "docx"),
@@ -32,10 +36,12 @@ DOCUMENT_TYPES = {
     "md": ("file", "md", "md"),
     "txt": ("file", "md", "md"),  # plain text is valid Markdown; the original keeps .txt
     "eml": ("email", "", "eml"),
+    "mbox": ("file", "md", "md"),  # as a file (see CONTAINER_FORMATS)
+    "ics": ("file", "md", "md"),
 }
 _LABELS = {"docx": "Word document", "xlsx": "Excel workbook", "pptx": "PowerPoint deck", "pdf": "PDF", "eml": "email"}
 
-__all__ = ["ACCEPTED", "DOCUMENT_TYPES", "FORMATS", "MAX_CONTENT_CHARS", "Extracted", "detect_format", "extract"]
+__all__ = ["ACCEPTED", "CONTAINER_FORMATS", "DOCUMENT_TYPES", "FORMATS", "MAX_CONTENT_CHARS", "Extracted", "detect_format", "extract"]
 
 
 def extract(data: bytes, format: str, *, max_chars: int = MAX_CONTENT_CHARS) -> Extracted:
@@ -56,7 +62,7 @@ def extract(data: bytes, format: str, *, max_chars: int = MAX_CONTENT_CHARS) -> 
             pdf.pdf_to_markdown(data, out)
         elif format == "eml":
             metadata, notes = mail.eml_to_email(data, out)
-        else:
+        else:  # csv, md, txt, and an mbox or calendar read as a text file
             decoded, note = decode_text(data)
             notes += [note] if note else []
             (text.csv_text if format == "csv" else text.plain_text)(decoded, out)

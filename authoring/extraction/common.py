@@ -19,7 +19,10 @@ MAX_SLIDES = 500
 MAX_PDF_PAGES = 300
 MAX_CELL_CHARS = 2_000
 
-ACCEPTED = "Word (.docx), Excel (.xlsx), PowerPoint (.pptx), PDF, email (.eml), CSV, Markdown or plain text"
+ACCEPTED = (
+    "Word (.docx), Excel (.xlsx), PowerPoint (.pptx), PDF, email (.eml), mailbox (.mbox), calendar (.ics), CSV, "
+    "Markdown or plain text"
+)
 
 # Tab and newline stay; every other control character goes (NUL cannot even be stored).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -34,6 +37,16 @@ class Extracted:
     content: str
     metadata: dict[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()  # what the expert should know: truncation, re-encoding …
+
+
+@dataclass(frozen=True)
+class Left:
+    """Something of an uploaded file that was not kept, and why, in plain words: an
+    attachment of a type Taskwright does not read, an event without a start, the end of
+    a description longer than calendars take."""
+
+    item: str
+    reason: str
 
 
 def refuse(message: str) -> ApplicationError:

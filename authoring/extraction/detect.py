@@ -13,9 +13,12 @@
   that any server or tool that sniffs types could render as a page. Markup further down
   a Markdown or text file is kept as text: it is shown through core.sanitize (raw HTML
   disabled, then an allow-list), so it renders inert.
-- Among text, the name only chooses between formats the content supports: an email
-  (RFC 5322 headers with From and To/Subject/Date) is an email whatever its name; a
-  `.csv` must parse as CSV; `.eml` must have email headers; the rest is Markdown/text.
+- Among text, the name only chooses between formats the content supports: a calendar
+  (BEGIN:VCALENDAR) is a calendar whatever its name, and `.ics` must be one; a mailbox
+  (mbox: "From " envelope lines before email headers) is one when named .mbox or holding
+  several messages; an email (RFC 5322 headers with From and To/Subject/Date) is an
+  email whatever its name; a `.csv` must parse as CSV; `.eml` must have email headers;
+  the rest is Markdown/text.
 """
 
 import csv
@@ -63,11 +66,14 @@ _MARKUP_START = re.compile(
     re.IGNORECASE,
 )
 _HEADER_LINE = re.compile(r"^[!-9;-~]+:")
+_CALENDAR_START = re.compile(r"BEGIN:VCALENDAR\r?\n", re.IGNORECASE)
+# An mbox separates messages with a "From " line (the envelope) right before the headers.
+_MBOX_SEPARATOR = re.compile(r"^From \S.*\n(?=[!-9;-~]+:)", re.MULTILINE)
 
 
 def detect_format(data: bytes, filename: str) -> str:
     """The upload's format, decided from its content: one of docx, xlsx, pptx, pdf, eml,
-    csv, md, txt. Raises ApplicationError saying what the file is and what is accepted."""
+    mbox, ics, csv, md, txt. Raises ApplicationError saying what the file is and what is accepted."""
     if not data:
         raise refuse("The file is empty.")
     if data.startswith(b"%PDF-"):
@@ -90,6 +96,12 @@ def detect_format(data: bytes, filename: str) -> str:
     if _MARKUP_START.match(text.lstrip(" \t\n\r\f")):
         raise refuse("This file is a web page, SVG image or XML, which is never accepted (even named .md or .txt).")
     suffix = PurePosixPath(filename.replace("\\", "/")).suffix.lower()
+    if _CALENDAR_START.match(text.lstrip("\ufeff \t\r\n")):
+        return "ics"
+    if suffix == ".ics":
+        raise refuse("This file is named .ics but is not a calendar (it does not start with BEGIN:VCALENDAR).")
+    if looks_like_mailbox(text, suffix):
+        return "mbox"
     if suffix == ".csv":
         check_csv(text)
         return "csv"
@@ -133,6 +145,15 @@ def looks_like_email(text: str) -> bool:
     else:
         return False
     return "from" in names and bool(names & {"to", "subject", "date"})
+
+
+def looks_like_mailbox(text: str, suffix: str) -> bool:
+    """An mbox: starts with a "From " envelope line and an email's headers, and is named
+    .mbox or holds more than one message (one message with an envelope is just an email)."""
+    text = text.replace("\r\n", "\n")
+    if not text.startswith("From ") or not looks_like_email(text):
+        return False
+    return suffix == ".mbox" or len(_MBOX_SEPARATOR.findall(text)) > 1
 
 
 def check_csv(text: str) -> None:

@@ -1,5 +1,5 @@
-"""Model-assisted drafting: skeleton proposals, and per-document draft jobs fanned out
-on the `drafting` queue.
+"""Model-assisted drafting: per-document draft jobs fanned out on the `drafting` queue
+(skeleton proposals: authoring.services.skeletons, re-exported here).
 
 Jobs are claimed with a conditional update and finish with one, so a job that runs
 twice (a redelivered message, a retry) does nothing the second time, and a cancelled
@@ -7,7 +7,10 @@ job's late result is dropped. No transaction is held open around a model call.
 """
 
 import logging
+import re
+from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import Count, F, Q, Sum
@@ -21,22 +24,31 @@ from authoring.models import (
     DraftJob,
     DraftJobStatus,
     DraftRun,
-    SkeletonProposal,
-    SkeletonProposalStatus,
     VersionSource,
     World,
 )
+from authoring.render_check import render_problem
 from authoring.services.common import author_membership
-from authoring.services.documents import clean_document_fields, document_create, document_version_record
-from authoring.tasks import draft_document, suggest_skeleton
+from authoring.services.documents import clean_document_fields, document_version_record
+from authoring.services.skeletons import (  # noqa: F401  (moved there; the old names stay importable from here)
+    skeleton_accept,
+    skeleton_proposal_execute,
+    skeleton_proposals_recover,
+    skeleton_suggest,
+)
+from authoring.tasks import draft_document
 from core.exceptions import ApplicationError
 from core.jobs import JobStates, claim_job, kept_alive, stale
-from llm.client import chat
+from llm.client import ChatResult, chat
 from llm.errors import ModelError
 from llm.models import CallPurpose, ModelEndpoint
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
+# A draft that does not build into its file goes back to the model with the error this many
+# times before the job fails (each repair is one more model call).
+MAX_REPAIRS = 2
+METADATA_FIELD = re.compile(r"metadata '(\w+)'")
 OPEN_STATUSES = (DraftJobStatus.QUEUED, DraftJobStatus.RUNNING)
 JOB_STATES = JobStates(queued=DraftJobStatus.QUEUED, running=DraftJobStatus.RUNNING, failed=DraftJobStatus.FAILED)
 
@@ -163,169 +175,148 @@ def draft_job_execute(*, job_id: int) -> None:
 def _draft(job_id: int) -> None:
     job = DraftJob.objects.select_related("run", "run__endpoint", "document", "document__world").get(pk=job_id)
     document, run = job.document, job.run
+    usage = _Usage()
     try:
         if run.endpoint is None:
             raise ApplicationError("The model endpoint of this run was deleted.")
         if document.status == DocumentStatus.LOCKED:
             raise ApplicationError("The document was locked after drafting was requested; it was left as it is.")
-        from authoring.rendering import content_schema, structured_to_content, structured_to_metadata
-
-        room = drafting_prompts.room_listing(document.world)
-        result = chat(
-            endpoint=run.endpoint,
-            messages=drafting_prompts.draft_messages(document, room, instruction=run.instruction),
-            purpose=CallPurpose.DRAFTING,
-            project_id=document.world.project_id,
-            schema=content_schema(document.kind, document.format),
-        )
-        content = structured_to_content(document.kind, document.format, result.structured)
-        drafted_metadata = structured_to_metadata(document.kind, document.format, result.structured)
+        drafted = _draft_that_builds(job, document, usage)
     except (ModelError, ApplicationError) as error:
-        _finish(job, DraftJobStatus.FAILED, error=error.message)
+        _finish(job, DraftJobStatus.FAILED, error=error.message, usage=usage)
         return
     except Exception as error:  # a bug must still leave a readable, terminal job
         logger.exception("draft job %s failed", job_id)
-        _finish(job, DraftJobStatus.FAILED, error=f"Internal error ({type(error).__name__}); the team has the log.")
+        _finish(job, DraftJobStatus.FAILED, error=f"Internal error ({type(error).__name__}); the team has the log.", usage=usage)
         return
-    _save_draft(job, content, drafted_metadata, result)
+    if drafted is not None:
+        _save_draft(job, drafted, usage)
+
+
+@dataclass
+class _Usage:
+    """What the model calls of one job cost, repairs included."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: Decimal = Decimal("0")
+    endpoint_name: str = ""
+    scripted: bool = False
+
+    def add(self, result: ChatResult) -> None:
+        self.input_tokens += result.input_tokens
+        self.output_tokens += result.output_tokens
+        self.cost += result.cost
+        self.endpoint_name, self.scripted = result.endpoint_name, result.scripted
+
+    def spent(self) -> dict:
+        # Added to what the job already holds: a retried job keeps the cost of its failed tries.
+        return {"input_tokens": F("input_tokens") + self.input_tokens, "output_tokens": F("output_tokens") + self.output_tokens,
+                "cost": F("cost") + self.cost}
+
+
+@dataclass
+class _Drafted:
+    content: str
+    metadata: dict
+    based_on: dict  # the document's metadata the merge was made from
+
+
+def _draft_that_builds(job: DraftJob, document: Document, usage: _Usage) -> _Drafted | None:
+    """Ask the model for the document, and build it into its real file (the download's and
+    the pack's code). A draft that does not build goes back to the model with the error,
+    up to MAX_REPAIRS times; then the job fails with the renderer's reason. None: the job
+    was cancelled meanwhile."""
+    from authoring.rendering import content_schema, structured_to_content, structured_to_metadata
+
+    run = job.run
+    schema = content_schema(document.kind, document.format)
+    messages = drafting_prompts.draft_messages(document, drafting_prompts.room_listing(document.world), instruction=run.instruction)
+    model_wins: set[str] = set()  # skeleton metadata found invalid: the model's value is used instead
+    for attempt in range(MAX_REPAIRS + 1):
+        if attempt and not DraftJob.objects.filter(pk=job.pk, status=DraftJobStatus.RUNNING).exists():
+            return None  # cancelled while the model worked: no more calls
+        result = chat(
+            endpoint=run.endpoint, messages=messages, purpose=CallPurpose.DRAFTING, project_id=document.world.project_id, schema=schema
+        )
+        usage.add(result)
+        content = structured_to_content(document.kind, document.format, result.structured)
+        drafted_metadata = structured_to_metadata(document.kind, document.format, result.structured)
+        metadata, problem = _built(document, content, drafted_metadata, model_wins)
+        if not problem:
+            return _Drafted(content=content, metadata=metadata, based_on=dict(document.metadata))
+        messages = drafting_prompts.repair_messages(messages, result.structured, content, problem, document=document)
+    raise ApplicationError(_failure_reason(document, problem, tries=MAX_REPAIRS + 1))
+
+
+def _merged_metadata(skeleton: dict, drafted: dict, model_wins: set[str]) -> dict:
+    # What the expert set in the skeleton wins over what the model proposes, unless it is
+    # what stops the document from building and the model has a value for it.
+    kept = {k: v for k, v in skeleton.items() if v and not (k in model_wins and drafted.get(k))}
+    return {**{k: v for k, v in drafted.items() if v}, **kept}
+
+
+def _built(document: Document, content: str, drafted_metadata: dict, model_wins: set[str]) -> tuple[dict, str]:
+    """(the metadata to save, "" when the document builds into its file, or why not)."""
+    while True:
+        metadata = _merged_metadata(document.metadata, drafted_metadata, model_wins)
+        try:
+            clean_document_fields(
+                path=document.path, kind=document.kind, format=document.format, metadata=metadata, target_size=document.target_size
+            )
+        except ApplicationError as error:
+            problem = error.message
+        else:
+            problem = render_problem(kind=document.kind, format=document.format, content=content, metadata=metadata, path=document.path)
+        field = _metadata_field(problem)
+        if not problem or field is None or field in model_wins or not document.metadata.get(field) or not drafted_metadata.get(field):
+            return metadata, problem
+        model_wins.add(field)  # the skeleton's value is the problem: try the model's
+
+
+def _metadata_field(problem: str) -> str | None:
+    match = METADATA_FIELD.search(problem)
+    return match.group(1) if match else None
+
+
+def _failure_reason(document: Document, problem: str, *, tries: int) -> str:
+    noun = drafting_prompts.document_noun(document)
+    return (f"The model's draft could not be built into {noun} after {tries} tries. The last problem: {problem} "
+            "Retry, or write the content by hand in the document's editor.")
 
 
 @transaction.atomic
-def _save_draft(job: DraftJob, content: str, drafted_metadata: dict, result) -> None:
+def _save_draft(job: DraftJob, drafted: _Drafted, usage: _Usage) -> None:
     document = Document.objects.select_for_update().get(pk=job.document_id)
+    if document.status == DocumentStatus.LOCKED:
+        _finish(job, DraftJobStatus.FAILED, error="The document was locked while it was being drafted; it was left as it is.", usage=usage)
+        return
+    metadata = drafted.metadata
+    if document.metadata != drafted.based_on:  # edited by hand while the model worked: its values still win, and must build
+        metadata = {**{k: v for k, v in drafted.metadata.items() if v}, **{k: v for k, v in document.metadata.items() if v}}
+        problem = render_problem(kind=document.kind, format=document.format, content=drafted.content, metadata=metadata,
+                                 path=document.path)
+        if problem:
+            _finish(job, DraftJobStatus.FAILED, usage=usage, error=(
+                f"The document's details were changed while it was being drafted, and the draft does not build with them: {problem}"
+            ))
+            return
     finished = DraftJob.objects.filter(pk=job.pk, status=DraftJobStatus.RUNNING).update(
-        status=DraftJobStatus.DONE, finished_at=timezone.now(), input_tokens=result.input_tokens,
-        output_tokens=result.output_tokens, cost=result.cost, error="",
+        status=DraftJobStatus.DONE, finished_at=timezone.now(), error="", **usage.spent(),
     )
     if not finished:  # cancelled meanwhile: drop the late result
         return
-    if document.status == DocumentStatus.LOCKED:
-        DraftJob.objects.filter(pk=job.pk).update(
-            status=DraftJobStatus.FAILED, error="The document was locked while it was being drafted; it was left as it is."
-        )
-        return
-    # What the expert set in the skeleton wins over what the model proposes.
-    metadata = {**{k: v for k, v in drafted_metadata.items() if v}, **{k: v for k, v in document.metadata.items() if v}}
-    clean_document_fields(
-        path=document.path, kind=document.kind, format=document.format, metadata=metadata, target_size=document.target_size
-    )
-    document.content, document.metadata, document.status = content, metadata, DocumentStatus.DRAFTED
+    document.content, document.metadata, document.status = drafted.content, metadata, DocumentStatus.DRAFTED
     document.revision = F("revision") + 1
     document.save(update_fields=["content", "metadata", "status", "revision", "updated_at"])
     document.refresh_from_db()
-    note = f"Drafted by {result.endpoint_name}" + (" (scripted sample model)" if result.scripted else "")
+    note = f"Drafted by {usage.endpoint_name}" + (" (scripted sample model)" if usage.scripted else "")
     if job.run.instruction:
         note += f" — {job.run.instruction}"
     document_version_record(document=document, source=VersionSource.DRAFTED, user=job.run.requested_by, note=note)
 
 
-def _finish(job: DraftJob, status: str, *, error: str = "") -> None:
-    DraftJob.objects.filter(pk=job.pk, status=DraftJobStatus.RUNNING).update(status=status, error=error[:2000], finished_at=timezone.now())
-
-
-# --- Skeleton proposals ----------------------------------------------------------------------
-
-@transaction.atomic
-def skeleton_suggest(*, world: World, user: User, endpoint: ModelEndpoint) -> SkeletonProposal:
-    author_membership(user=user, project_id=world.project_id)
-    if not endpoint.enabled:
-        raise ApplicationError(f"The model endpoint {endpoint.name!r} is disabled.")
-    if not world.outline.strip() and not world.facts:
-        raise ApplicationError("Write the scenario outline (and ideally the facts sheet) first: the model builds the data room from them.")
-    proposal = SkeletonProposal.objects.create(world=world, endpoint=endpoint, endpoint_name=endpoint.name, requested_by=user)
-    transaction.on_commit(lambda: suggest_skeleton.delay(proposal.pk))
-    return proposal
-
-
-def skeleton_proposals_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> int:
-    """Send again the proposals whose broker message may be lost (see draft_jobs_recover).
-    A proposal stays queued while the model works on it, so one a live worker is running
-    now may be asked twice; the first answer is kept and the second dropped."""
-    if queued_for is None:
-        return 0  # (a proposal has no running state to go stale)
-
-    ids = list(
-        SkeletonProposal.objects.filter(status=SkeletonProposalStatus.QUEUED, created_at__lt=timezone.now() - queued_for)
-        .values_list("pk", flat=True)
+def _finish(job: DraftJob, status: str, *, error: str = "", usage: _Usage | None = None) -> None:
+    DraftJob.objects.filter(pk=job.pk, status=DraftJobStatus.RUNNING).update(
+        status=status, error=error[:2000], finished_at=timezone.now(), **(usage.spent() if usage else {})
     )
-    for proposal_id in ids:
-        suggest_skeleton.delay(proposal_id)
-    return len(ids)
-
-
-def skeleton_proposal_execute(*, proposal_id: int) -> None:
-    """Ask the model for a data room. Safe to run twice: only a queued proposal is asked
-    for, and only the first answer is kept."""
-    proposal = SkeletonProposal.objects.select_related("world", "endpoint").filter(pk=proposal_id).first()
-    if proposal is None or proposal.status != SkeletonProposalStatus.QUEUED:
-        return  # (its world was deleted, or another delivery finished it)
-    try:
-        _propose(proposal)
-    except (ModelError, ApplicationError) as error:
-        _proposal_failed(proposal_id, error.message)
-    except Exception as error:  # a bug must still leave a readable, terminal proposal
-        logger.exception("skeleton proposal %s failed", proposal_id)
-        _proposal_failed(proposal_id, f"Internal error ({type(error).__name__}); the team has the log.")
-
-
-def _proposal_failed(proposal_id: int, error: str) -> None:
-    SkeletonProposal.objects.filter(pk=proposal_id, status=SkeletonProposalStatus.QUEUED).update(
-        status=SkeletonProposalStatus.FAILED, error=error[:2000]
-    )
-
-
-def _propose(proposal: SkeletonProposal) -> None:
-    world = proposal.world
-    if proposal.endpoint is None:
-        raise ApplicationError("The model endpoint was deleted.")
-    existing = list(world.documents.values_list("path", flat=True))
-    result = chat(
-        endpoint=proposal.endpoint, messages=drafting_prompts.skeleton_messages(world, existing),
-        purpose=CallPurpose.SKELETON, project_id=world.project_id, schema=drafting_prompts.SKELETON_SCHEMA,
-    )
-    items, seen = [], set(existing)
-    for raw in result.structured.get("items", []):
-        item = {"path": raw.get("path", ""), "kind": raw.get("kind", "file"), "format": raw.get("format", ""),
-                "brief": raw.get("brief", ""), "metadata": raw.get("metadata") or {}, "target_size": raw.get("target_size", 300),
-                "accepted": False, "problem": ""}
-        try:
-            item.update(
-                clean_document_fields(
-                    path=item["path"], kind=item["kind"], format=item["format"], metadata=item["metadata"], target_size=item["target_size"]
-                )
-            )
-        except ApplicationError as error:
-            item["problem"] = error.message
-        if item["path"] in seen and not item["problem"]:
-            item["problem"] = "A document with this path already exists."
-        seen.add(item["path"])
-        items.append(item)
-    SkeletonProposal.objects.filter(pk=proposal.pk, status=SkeletonProposalStatus.QUEUED).update(
-        status=SkeletonProposalStatus.READY, items=items
-    )
-
-
-@transaction.atomic
-def skeleton_accept(*, proposal: SkeletonProposal, user: User, indexes: list[int] | None = None) -> list[Document]:
-    """Turn proposed items into skeleton documents: the given ones, or all acceptable ones."""
-    author_membership(user=user, project_id=proposal.world.project_id)
-    proposal = SkeletonProposal.objects.select_for_update().get(pk=proposal.pk)
-    if proposal.status != SkeletonProposalStatus.READY:
-        raise ApplicationError("This proposal is not ready.")
-    chosen = range(len(proposal.items)) if indexes is None else indexes
-    created = []
-    for index in chosen:
-        if not 0 <= index < len(proposal.items):
-            raise ApplicationError("That item is not in the proposal.")
-        item = proposal.items[index]
-        if item["accepted"] or item["problem"]:
-            if indexes is not None and item["problem"]:
-                raise ApplicationError(f"{item['path']}: {item['problem']}")
-            continue
-        created.append(document_create(
-            world=proposal.world, user=user, path=item["path"], kind=item["kind"], format=item["format"],
-            brief=item["brief"], metadata=item["metadata"], target_size=item["target_size"],
-        ))
-        item["accepted"] = True
-    proposal.save(update_fields=["items", "updated_at"])
-    return created

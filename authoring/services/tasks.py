@@ -144,6 +144,8 @@ def _clean_criterion(*, text: str, points: object, tag: str, grader_kind: str, g
         raise ApplicationError("Points must be between -100 and 100, and not zero.")
     if tag not in CriterionTag.values:
         raise ApplicationError(f"Unknown tag {tag!r}; choose one of {', '.join(CriterionTag.values)}.")
+    if points < 0 and tag == CriterionTag.IMPORTANT:
+        tag = CriterionTag.PITFALL  # a penalty left with the default tag is a pitfall
     if tag == CriterionTag.PITFALL and points > 0:
         raise ApplicationError("A pitfall describes something bad: give it negative points.")
     if grader_kind not in GraderKind.values:

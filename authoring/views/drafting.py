@@ -9,13 +9,15 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.selectors import membership_for
 from authoring import selectors
+from authoring.forms import DocumentSkeletonForm
 from authoring.models import World
 from authoring.services import document_version_restore as restore_version
 from authoring.services import drafting
+from authoring.services.skeletons import proposal_open_items
 from core.exceptions import ApplicationError
 from core.files import attachment_response
 from core.views import render_with_error
-from llm.selectors import endpoint_get_usable, endpoint_list_usable
+from llm.selectors import endpoint_get_usable, endpoint_picker
 
 WORLD = "authoring/world_editor.html"
 DOCUMENT = "authoring/document_editor.html"
@@ -26,12 +28,13 @@ def drafting_context(world: World) -> dict:
     run = selectors.draft_run_latest(world=world)
     proposal = selectors.skeleton_proposal_latest(world=world)
     return {
-        "endpoints": endpoint_list_usable(),
+        "endpoints": endpoint_picker(project_id=world.project_id),
         "run": run,
         "progress": drafting.draft_run_progress(run=run) if run else None,
         "failed_jobs": run.jobs.filter(status="failed").select_related("document") if run else [],
         "proposal": proposal,
-        "proposal_has_open_items": bool(proposal) and any(not i["accepted"] and not i["problem"] for i in proposal.items),
+        "proposal_has_open_items": proposal_open_items(proposal) > 0,
+        "skeleton_new_form": DocumentSkeletonForm(auto_id="skeleton-new-%s"),  # the proposal's "Add your own item"
     }
 
 
@@ -122,7 +125,7 @@ def draft_job_retry(request: HttpRequest, pk: int) -> HttpResponse:
         drafting.draft_job_retry(job=job, user=request.user)
     except ApplicationError as error:
         return _panel(request, job.run.world, "draft-progress", error)
-    return _panel(request, job.run.world, "draft-progress")
+    return _panel(request, job.run.world, "draft-progress", trigger="data-room-changed")  # its row says Drafting…
 
 
 @require_POST
@@ -138,13 +141,14 @@ def document_draft(request: HttpRequest, pk: int) -> HttpResponse:
         return render_with_error(
             request,
             f"{DOCUMENT}#document-drafting",
-            {"document": document, "drafting_error": error.message, "endpoints": endpoint_list_usable()},
+            {"document": document, "drafting_error": error.message, "endpoints": endpoint_picker(project_id=document.world.project_id)},
             error,
         )
     return render(
         request,
         f"{DOCUMENT}#document-drafting",
-        {"document": document, "run": run, "progress": drafting.draft_run_progress(run=run), "endpoints": endpoint_list_usable()},
+        {"document": document, "run": run, "progress": drafting.draft_run_progress(run=run),
+         "endpoints": endpoint_picker(project_id=document.world.project_id)},
     )
 
 
@@ -157,7 +161,8 @@ def document_draft_status(request: HttpRequest, pk: int, run_pk: int) -> HttpRes
     response = render(
         request,
         f"{DOCUMENT}#document-drafting",
-        {"document": document, "run": run, "progress": progress, "job": job, "endpoints": endpoint_list_usable()},
+        {"document": document, "run": run, "progress": progress, "job": job,
+         "endpoints": endpoint_picker(project_id=document.world.project_id)},
     )
     if progress["is_finished"] and job is not None and job.status == "done":
         response["HX-Refresh"] = "true"  # show the new content in the editor
@@ -216,30 +221,43 @@ def document_source_download(request: HttpRequest, pk: int) -> HttpResponse:
 def world_consistency(request: HttpRequest, pk: int) -> HttpResponse:
     world = selectors.world_get_for_user(user=request.user, pk=pk)
     return render(
-        request, f"{WORLD}#consistency", {"world": world, "mismatches": selectors.world_consistency_report(world=world), "checked": True}
+        request, f"{WORLD}#consistency", {"world": world, "report": selectors.world_consistency_report(world=world), "checked": True}
     )
 
 
 @require_POST
 def world_upload(request: HttpRequest, pk: int) -> HttpResponse:
-    """Upload existing files into the data room, all or nothing; their text is extracted for agents."""
+    """Upload existing files into the data room, all or nothing; their text is extracted for
+    agents. htmx gets the upload's report (what was kept, what was not and why) and the data
+    room refreshes; a plain form POST is redirected with the report as messages."""
     from authoring.services.uploads import UploadRefused, documents_upload
 
     world = selectors.world_get_for_user(user=request.user, pk=pk)
     try:
         files = request.FILES.getlist("files")
+        report = documents_upload(world=world, user=request.user, uploaded_files=files)
     except TooManyFilesSent:
-        messages.error(request, f"Upload at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files at a time.")
-        return redirect("world-editor", pk=world.pk)
-    try:
-        added = documents_upload(world=world, user=request.user, uploaded_files=files)
-    except UploadRefused as refused:
-        messages.error(request, refused.message)
-        for problem in refused.files:
-            messages.error(request, f"{problem['name']}: {problem['detail']}")
-        return redirect("world-editor", pk=world.pk)
+        return _upload_refused(request, world, ApplicationError(f"Upload at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files at a time."))
     except ApplicationError as error:
-        messages.error(request, error.message)
-        return redirect("world-editor", pk=world.pk)
-    messages.success(request, f"Added {len(added)} document{'s' if len(added) != 1 else ''}: {', '.join(d.path for d in added)}.")
+        return _upload_refused(request, world, error, error.files if isinstance(error, UploadRefused) else [])
+    if request.htmx:
+        response = render(request, f"{WORLD}#upload-report", {"world": world, "upload_report": report})
+        response["HX-Trigger"] = "data-room-changed"
+        return response
+    added = report.documents
+    messages.success(request, f"Added {len(added)} document{'s' if len(added) != 1 else ''}: "
+                              f"{', '.join(d.path for d in added[:20])}{f' and {len(added) - 20} more' if len(added) > 20 else ''}.")
+    for outcome in report.files:
+        for left in outcome.left:
+            messages.warning(request, f"Not kept from {outcome.name}: {left.item}: {left.reason}")
+    return redirect("world-editor", pk=world.pk)
+
+
+def _upload_refused(request: HttpRequest, world: World, error: ApplicationError, files: list[dict] | None = None) -> HttpResponse:
+    if request.htmx:
+        context = {"world": world, "upload_error": error.message, "upload_refused": files or []}
+        return render_with_error(request, f"{WORLD}#upload-report", context, error)
+    messages.error(request, error.message)
+    for problem in files or []:
+        messages.error(request, f"{problem['name']}: {problem['detail']}")
     return redirect("world-editor", pk=world.pk)

@@ -2,8 +2,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.selectors import membership_for, membership_get
+from accounts.selectors import membership_for
 from authoring import selectors, services
+from authoring.data_room import WHOLE_TREE_MAX, data_room_view, where_asked
 from authoring.forms import (
     ALL_METADATA_FIELDS,
     METADATA_FIELDS,
@@ -17,11 +18,13 @@ from authoring.forms import (
 )
 from authoring.models import EnvTask, World
 from authoring.rendering import preview_html
+from authoring.services.task_edits import env_task_update_with_criteria
 from authoring.views.drafting import drafting_context
+from authoring.views.open_edits import criterion_edits_from
 from core.exceptions import ApplicationError
 from core.sanitize import markdown_to_safe_html
 from core.views import render_error, render_with_error
-from llm.selectors import endpoint_list_usable, usage_totals_by_project
+from llm.selectors import endpoint_picker
 
 
 def _form_error(form) -> ApplicationError:
@@ -31,56 +34,26 @@ def _form_error(form) -> ApplicationError:
     return ApplicationError(f"{label}{messages[0]}")
 
 
-# --- Project -------------------------------------------------------------------------
-
-def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    membership = membership_get(user=request.user, project_id=pk)
-    context = {
-        "project": membership.project,
-        "membership": membership,
-        "worlds": selectors.world_list_for_user(user=request.user, project_id=pk),
-        "env_tasks": selectors.env_task_list_for_user(user=request.user, project_id=pk),
-        "members": membership.project.memberships.select_related("user").order_by("role", "user__username"),
-        "usage": usage_totals_by_project(project_ids=[pk]) if membership.can_export else [],
-    }
-    return render(request, "authoring/project_detail.html", context)
-
-
-@require_POST
-def world_create(request: HttpRequest, project_pk: int) -> HttpResponse:
-    membership = membership_get(user=request.user, project_id=project_pk)
-    form = WorldForm(request.POST)
-    try:
-        if not form.is_valid():
-            raise _form_error(form)
-        world = services.world_create(
-            project_id=project_pk, user=request.user, title=form.cleaned_data["title"], outline=form.cleaned_data["outline"]
-        )
-    except ApplicationError as error:
-        request.method = "GET"
-        context = {
-            "project": membership.project, "membership": membership, "world_error": error.message,
-            "worlds": selectors.world_list_for_user(user=request.user, project_id=project_pk),
-            "env_tasks": selectors.env_task_list_for_user(user=request.user, project_id=project_pk),
-            "members": membership.project.memberships.select_related("user"),
-        }
-        return render_with_error(request, "authoring/project_detail.html", context, error)
-    return redirect("world-editor", pk=world.pk)
-
-
 # --- World editor ----------------------------------------------------------------------
 
-def _world_context(request: HttpRequest, world: World, **extra) -> dict:
+WORLD_TASKS_SHOWN = 20
+
+
+def _world_context(request: HttpRequest, world: World, *, folder: str | None = None, **extra) -> dict:
     membership = membership_for(user=request.user, project_id=world.project_id)
+    asked_folder, page = where_asked(request) if folder is None else (folder, None)
+    data_room = data_room_view(world=world, folder=asked_folder, page=page)
     return {
         **drafting_context(world),
         "world": world,
         "project": world.project,
         "can_author": membership.can_author,
-        "tree": selectors.world_tree(world=world),
-        "document_count": world.documents.count(),
+        "data_room": data_room,
+        "tree": data_room.tree,
+        "document_count": data_room.document_count,
         "skeleton_form": DocumentSkeletonForm(),
-        "env_tasks": world.env_tasks.all(),
+        "env_tasks": world.env_tasks.order_by("-updated_at", "id")[:WORLD_TASKS_SHOWN],
+        "env_task_count": world.env_tasks.count(),
         **extra,
     }
 
@@ -107,7 +80,8 @@ def world_editor(request: HttpRequest, pk: int) -> HttpResponse:
         if not request.htmx:
             return redirect("world-editor", pk=world.pk)
         return render(request, template + "#world-form", _world_context(request, world, saved=True))
-    if request.htmx and request.GET.get("fragment") == "data-room":  # refreshed after drafting
+    # refreshed after drafting, or a folder / page of the data room opened in place
+    if request.htmx and (request.GET.get("fragment") == "data-room" or request.headers.get("HX-Target") == "data-room"):
         return render(request, template + "#data-room", _world_context(request, world))
     return render(request, template, _world_context(request, world))
 
@@ -130,13 +104,14 @@ def document_add(request: HttpRequest, world_pk: int) -> HttpResponse:
         if not form.is_valid():
             raise _form_error(form)
         data = form.cleaned_data
-        services.document_create(
+        document = services.document_create(
             world=world, user=request.user, path=data["path"], kind=data["kind"], format=data["format"],
             brief=data["brief"], target_size=data["target_size"],
         )
     except ApplicationError as error:
         return _data_room(request, world, error, skeleton_form=form)
-    return _data_room(request, world)
+    by_folder = where_asked(request)[0] is not None or world.documents.count() > WHOLE_TREE_MAX
+    return _data_room(request, world, folder=document.folder if by_folder else None)  # show where it went
 
 
 @require_http_methods(["GET", "POST"])
@@ -216,7 +191,7 @@ def _document_context(request: HttpRequest, document, form=None, **extra) -> dic
             if key in METADATA_FIELDS.get(document.kind, []) or metadata.get(key)
         ],
         "preview": _preview(document, form["content"].value() or "", metadata),
-        "endpoints": endpoint_list_usable(),
+        "endpoints": endpoint_picker(project_id=document.world.project_id),
         "can_author": membership.can_author,
         **extra,
     }
@@ -273,6 +248,18 @@ def task_create(request: HttpRequest, world_pk: int) -> HttpResponse:
     return redirect("task-editor", pk=env_task.pk)
 
 
+# The task page's tabs, in order; ?tab= picks one (anything else shows the first).
+TASK_TABS = (
+    ("prompt", "Prompt & rubric"), ("trials", "Trials"), ("verifier", "Verifier quality"), ("review", "Review"),
+    ("history", "History"),
+)
+
+
+def _task_tab(request: HttpRequest) -> str:
+    asked = request.GET.get("tab", "")
+    return asked if asked in dict(TASK_TABS) else TASK_TABS[0][0]
+
+
 def _task_context(request: HttpRequest, env_task: EnvTask, form=None, **extra) -> dict:
     membership = membership_for(user=request.user, project_id=env_task.project_id)
     if form is None:
@@ -288,6 +275,8 @@ def _task_context(request: HttpRequest, env_task: EnvTask, form=None, **extra) -
         "can_author": membership.can_author,
         "editable": membership.can_author and env_task.is_editable,
         "criterion_form": CriterionForm(auto_id="new-criterion-%s"),
+        "tabs": TASK_TABS,
+        "tab": _task_tab(request),
         **selectors.rubric_summary(rubric_version=rubric),
         **extra,
     }
@@ -305,24 +294,31 @@ def task_editor(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         if not form.is_valid():
             raise _form_error(form)
-        env_task = services.env_task_update(env_task=env_task, user=request.user, base_revision=form.cleaned_data["revision"], **{
-            k: form.cleaned_data[k] for k in ("title", "prompt", "deliverable_kind", "reference_answer")
-        })
+        # The criterion editors left open on the page are saved with the task, or nothing is (issue 17).
+        env_task, criteria_saved = env_task_update_with_criteria(
+            env_task=env_task, user=request.user, base_revision=form.cleaned_data["revision"],
+            criterion_edits=criterion_edits_from(request, env_task),
+            **{k: form.cleaned_data[k] for k in ("title", "prompt", "deliverable_kind", "reference_answer")},
+        )
     except ApplicationError as error:
         return render_error(request, template + ("#task-form" if request.htmx else ""), _task_context(request, env_task, form=form), error)
     if not request.htmx:
         return redirect("task-editor", pk=env_task.pk)
-    return render(request, template + "#task-form", _task_context(request, env_task, saved=True))
+    response = render(request, template + "#task-form", _task_context(request, env_task, saved=True, criteria_saved=criteria_saved))
+    if criteria_saved:
+        response["HX-Trigger"] = "rubric-settings-changed, criteria-changed"  # the rubric shows the saved criteria
+    return response
 
 
-def _rubric(request: HttpRequest, env_task: EnvTask, error: ApplicationError | None = None) -> HttpResponse:
+def _rubric(request: HttpRequest, env_task: EnvTask, error: ApplicationError | None = None, **kept) -> HttpResponse:
+    """`kept`: on a refusal, the forms as the author typed them (nothing typed is dropped)."""
     env_task.refresh_from_db()
     if not request.htmx:
         if error is None:
             return redirect("task-editor", pk=env_task.pk)
-        return render_error(request, "authoring/task_editor.html", _task_context(request, env_task), error)
+        return render_error(request, "authoring/task_editor.html", _task_context(request, env_task, **kept), error)
     if error is not None:
-        return render_error(request, "authoring/task_editor.html#rubric", _task_context(request, env_task), error)
+        return render_error(request, "authoring/task_editor.html#rubric", _task_context(request, env_task, **kept), error)
     response = render(request, "authoring/task_editor.html#rubric", _task_context(request, env_task))
     response["HX-Trigger"] = "criteria-changed"  # the verifier panel (rollouts) reloads its rubric-dependent parts
     return response
@@ -342,7 +338,7 @@ def criterion_add(request: HttpRequest, task_pk: int) -> HttpResponse:
             tag=data["tag"], explanation=data["explanation"], grader_kind=grader_kind, grader_config=grader_config,
         )
     except ApplicationError as error:
-        return _rubric(request, env_task, error)
+        return _rubric(request, env_task, error, criterion_form=CriterionForm(request.POST, auto_id="new-criterion-%s"))
     return _rubric(request, env_task)
 
 
@@ -372,8 +368,9 @@ def criterion_row(request: HttpRequest, pk: int) -> HttpResponse:
             criterion=criterion, user=request.user, base_revision=data["revision"], text=data["text"], points=data["points"],
             tag=data["tag"], explanation=data["explanation"], grader_kind=grader_kind, grader_config=grader_config,
         )
-    except ApplicationError as error:
-        return _rubric(request, env_task, error)
+    except ApplicationError as error:  # the editor stays open with what was typed
+        kept = CriterionForm(request.POST, auto_id=f"criterion-{criterion.pk}-%s")
+        return _rubric(request, env_task, error, editing_pk=criterion.pk, editing_form=kept)
     return _rubric(request, env_task)
 
 

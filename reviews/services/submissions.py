@@ -13,7 +13,9 @@ from django.utils import timezone
 from accounts.models import User
 from accounts.selectors import membership_get
 from accounts.services import require_role
+from authoring import render_check
 from authoring.models import EnvTask, EnvTaskStatus
+from authoring.render_check import refuse_unrenderable, world_documents
 from authoring.selectors import rubric_version_current
 from authoring.services import env_task_set_status, env_task_snapshot, rubric_version_freeze
 from core.exceptions import ApplicationError, PermissionRefused
@@ -87,6 +89,8 @@ def submission_create(*, env_task: EnvTask, user: User, note: str = "") -> Submi
         problems.append("give at least one criterion positive points")
     if problems:
         raise ApplicationError("Before submitting, " + " and ".join(problems) + ".")
+    # A document that cannot be built into its file could not be downloaded, run or packed.
+    refuse_unrenderable(world_documents(env_task.world), lead=render_check.SUBMIT_LEAD)
     policy = review_policy_for_project(project_id=env_task.project_id)
     blocked = [gate for gate in submit_gates(env_task=env_task, rubric_version=rubric, policy=policy) if not gate.passed]
     if blocked:
@@ -227,6 +231,8 @@ def review_decide(*, submission: Submission, user: User, decision: str, comment:
     failed = [item.text for item, passed, _ in answers if not passed]
     if decision == Decision.REQUEST_CHANGES and not comment and not failed:
         raise ApplicationError("Say what needs to change: fail a checklist item or write a comment for the author.")
+    if decision == Decision.APPROVE:  # the frozen world must build into files, or the pack would stop on it
+        refuse_unrenderable(submission.snapshot.get("world", {}).get("documents", []), lead=render_check.APPROVE_LEAD)
     submission = _locked_claim(submission, user)
     review = Review.objects.create(submission=submission, reviewer=user, decision=decision, comment=comment,
                                    claimed_at=submission.claimed_at)
@@ -283,6 +289,8 @@ def submission_adjudicate(*, submission: Submission, user: User, decision: str, 
     if submission.status != SubmissionStatus.ADJUDICATION:
         raise ApplicationError(f"Version {submission.number} is {submission.get_status_display().lower()}: "
                                "only a submission whose reviewers disagree is adjudicated.")
+    if decision == Decision.APPROVE:
+        refuse_unrenderable(submission.snapshot.get("world", {}).get("documents", []), lead=render_check.APPROVE_LEAD)
     adjudication = Adjudication.objects.create(submission=submission, admin=user, decision=decision, note=note)
     audit_record(project_id=submission.project_id, submission=submission, actor=user, verb=AuditVerb.ADJUDICATED,
                  summary=f"Adjudicated version {submission.number}: {adjudication.get_decision_display()} — {note[:200]}",

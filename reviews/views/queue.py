@@ -53,6 +53,11 @@ def _task_reviews_context(request: HttpRequest, env_task, *, note: str = "") -> 
     }
 
 
+def _review_tab(env_task) -> str:
+    """The task page with its Review tab open: where the outcome of a submit shows."""
+    return reverse("task-editor", args=[env_task.pk]) + "?tab=review"
+
+
 @require_GET
 def task_reviews(request: HttpRequest, task_pk: int) -> HttpResponse:
     """The review side of the task page (loaded into it by htmx): the project's gates, submit,
@@ -72,13 +77,13 @@ def task_submit(request: HttpRequest, task_pk: int) -> HttpResponse:
             context = {**_task_reviews_context(request, env_task, note=note), "error": error.message}
             return render_with_error(request, "reviews/task_reviews.html", context, error)
         messages.error(request, error.message)
-        return redirect("task-editor", pk=env_task.pk)
+        return redirect(_review_tab(env_task))
     messages.success(request, f"Version {submission.number} is in the review queue.")
     if request.htmx:
         response = HttpResponse()
-        response["HX-Redirect"] = reverse("task-editor", args=[env_task.pk])
+        response["HX-Redirect"] = _review_tab(env_task)
         return response
-    return redirect("task-editor", pk=env_task.pk)
+    return redirect(_review_tab(env_task))
 
 
 @require_POST
@@ -95,7 +100,7 @@ def probe_explain(request: HttpRequest, task_pk: int, probe_pk: int) -> HttpResp
         messages.error(request, error.message)
     if request.htmx:
         return render(request, "reviews/task_reviews.html", _task_reviews_context(request, env_task))
-    return redirect("task-editor", pk=env_task.pk)
+    return redirect(_review_tab(env_task))
 
 
 @require_POST
@@ -107,7 +112,7 @@ def submission_withdraw(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, error.message)
     else:
         messages.success(request, f"Version {submission.number} is withdrawn: the task is a draft again.")
-    return redirect("task-editor", pk=submission.env_task_id)
+    return redirect(reverse("task-editor", args=[submission.env_task_id]) + "?tab=review")
 
 
 @require_GET

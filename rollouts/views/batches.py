@@ -11,7 +11,7 @@ from authoring.models import EnvTask
 from authoring.selectors import env_task_get_for_user
 from core.exceptions import ApplicationError
 from core.views import render_error
-from llm.selectors import endpoint_list_usable
+from llm.selectors import endpoint_picker
 from rollouts import selectors, services
 from rollouts.forms import CompareForm, RunTrialsForm
 from rollouts.models import RolloutBatch
@@ -42,7 +42,7 @@ RECENT_BATCHES = 20
 
 def _trials_context(request: HttpRequest, env_task: EnvTask, form: RunTrialsForm | None = None) -> dict:
     membership = membership_for(user=request.user, project_id=env_task.project_id)
-    endpoints = list(endpoint_list_usable())
+    endpoints = endpoint_picker(project_id=env_task.project_id)  # starts on the last model that worked here
     batches = list(
         batch_list_with_counts(
             selectors.batch_list_for_task(user=request.user, env_task=env_task).select_related("created_by")
@@ -56,7 +56,7 @@ def _trials_context(request: HttpRequest, env_task: EnvTask, form: RunTrialsForm
         "can_author": membership.can_author,
         "endpoints": endpoints,
         "has_scripted": any(e.is_scripted for e in endpoints),
-        "form": form or RunTrialsForm(),
+        "form": form or RunTrialsForm(initial={"endpoint": next((e for e in endpoints if e.is_default), None)}),
         "batches": batches,
         "any_unfinished": any(b.is_unfinished for b in batches),
     }

@@ -18,7 +18,8 @@ from rollouts.agent import conversation_before
 from rollouts.forms import StepCommentForm, StepCriterionForm
 from rollouts.models import BatchMode, Rollout, Step, StepKind
 from rollouts.views.common import form_error
-from rollouts.views.display import call_signature, changes_view, decorate_steps, money, seconds, tokens
+from rollouts.views.display import changes_view, decorate_steps, money, seconds, tokens
+from rollouts.views.step_prefill import criterion_prefill
 from rollouts.views.verdicts import step_exchange, verdict_panel
 from workspace.selectors import overlay_diff
 from workspace.tools import tool_specs
@@ -27,7 +28,6 @@ ROLLOUT = "rollouts/rollout_detail.html"
 STEP = "rollouts/_step.html"
 CRITERION = "rollouts/step_criterion.html"
 EXCHANGE = "rollouts/step_exchange.html"
-PREFILL_CHARS = 300
 
 
 def _roles(request: HttpRequest, project_id: int) -> dict:
@@ -163,24 +163,6 @@ def step_comment_add(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 # --- A criterion from a step ---------------------------------------------------------------
-
-def _quote(text: str) -> str:
-    text = " ".join((text or "").split())
-    return text if len(text) <= PREFILL_CHARS else text[: PREFILL_CHARS - 1] + "…"
-
-
-def criterion_prefill(step: Step) -> str:
-    """A starting point the expert rewrites: what the step did, quoted."""
-    if step.kind == StepKind.MODEL:
-        if step.text.strip():
-            return f'States that "{_quote(step.text)}"'
-        calls = step.tool_calls or []
-        return f"Calls {call_signature(calls[0].get('name', ''), calls[0].get('arguments'))}" if calls else "…"
-    signature = call_signature(step.tool_name, step.arguments)
-    if step.is_error:
-        return f"Does not make the failing call {signature}"
-    return f'Uses what {signature} returned: "{_quote(step.text)}"'
-
 
 def evidence_label(step: Step) -> str:
     return f"Rollout {step.rollout.index + 1}, step {step.index + 1}"

@@ -37,3 +37,41 @@ document.addEventListener("toggle", function (event) {
   var target = details.querySelector("[data-load-target]") || details;
   htmx.ajax("GET", details.dataset.load, { target: target, swap: "innerHTML" });
 }, true);  // (toggle does not bubble: listened for on its way down)
+
+// Keyboard focus across an htmx swap. When the swap replaces the element that had focus
+// (an Edit button swapped for the editing row, a Save button for the saved row), the browser
+// drops focus to <body> and a keyboard user starts again from the top of the page. htmx keeps
+// focus itself when the new content has an element with the focused one's id; otherwise focus
+// moves into what was swapped in: the field of the same name, else an [autofocus] field,
+// else an error message, else the first control, else the swapped-in region itself. Swaps the
+// user was not in (polling, other fragments) never move focus.
+(function () {
+  var FOCUSABLE = "[autofocus], a[href], button:not([disabled]), input:not([type=hidden]):not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex='-1'])";
+  var pending = null;
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var active = document.activeElement;
+    var target = event.detail.target;
+    pending = null;
+    if (!active || active === document.body || !target || !(target === active || target.contains(active))) return;
+    pending = { targetId: target.id, parent: target.parentElement, name: active.getAttribute("name") };
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    var info = pending;
+    pending = null;
+    if (!info) return;
+    var active = document.activeElement;
+    if (active && active !== document.body && document.contains(active)) return;  // focus survived
+    var region = (info.targetId && document.getElementById(info.targetId)) || info.parent;
+    if (!region || !document.contains(region)) return;
+    var same = info.name && [].filter.call(region.querySelectorAll("[name]"), function (e) { return e.getAttribute("name") === info.name && e.type !== "hidden"; })[0];
+    var next = same || region.querySelector("[autofocus]")
+      || region.querySelector("[role=alert], .message.error")
+      || region.querySelector(FOCUSABLE);
+    if (next && next.matches("[role=alert], .message.error, [role=status]") && !next.hasAttribute("tabindex")) next.setAttribute("tabindex", "-1");
+    if (!next) {
+      next = region;
+      if (!next.hasAttribute("tabindex")) next.setAttribute("tabindex", "-1");
+    }
+    next.focus({ preventScroll: false });
+  });
+})();

@@ -263,7 +263,7 @@ def test_upload_files_then_download_the_original(team, deal, api_for):
         format="multipart",
     )
     assert response.status_code == 201, response.json()
-    assert [(d["path"], d["format"], d["status"]) for d in response.json()] == [
+    assert [(d["path"], d["format"], d["status"]) for d in response.json()["documents"]] == [
         ("Uploads/SPA.docx", "docx", "edited"),
         ("Uploads/notes.md", "md", "edited"),
     ]

@@ -43,7 +43,7 @@ def test_author_finds_a_weak_criterion_with_the_probes_fixes_it_and_sees_them_cl
 
     # 1. Run the probes from the task page: the worker grades them; the page polls until they are in.
     sign_in(page, base, "alice-author")
-    page.goto(f"{base}/tasks/{env_task.pk}/")
+    page.goto(f"{base}/tasks/{env_task.pk}/?tab=verifier")
     probes = page.locator("#q-probes")
     expect(probes.locator("#q-probe-status")).to_have_text("Not probed yet")
     probes.get_by_role("button", name="Run the probes").click()

@@ -58,7 +58,7 @@ def test_gate_two_reviewers_disagree_admin_adjudicates_pack_and_audit(page: Page
 
     # 1. The author tries to submit: the probe gate blocks, saying which gate and what to do.
     sign_in(page, base, author.username)
-    page.goto(f"{base}/tasks/{env_task.pk}/")
+    page.goto(f"{base}/tasks/{env_task.pk}/?tab=review")
     panel = page.locator("#review-status")
     expect(panel.locator("#gate-probes")).to_contain_text("Not met")
     expect(panel.locator("#gate-probes")).to_contain_text("1 flagged, 1 unexplained")

@@ -119,7 +119,7 @@ def test_a_batch_of_trials_runs_live_and_every_trajectory_reads_step_by_step(
 
     # 1. The task page loads its trials panel: the form, and the empty list.
     sign_in(page, base, author.username)
-    page.goto(f"{base}/tasks/{env_task.pk}/")
+    page.goto(f"{base}/tasks/{env_task.pk}/?tab=trials")
     panel = page.locator("#trials-panel")
     expect(panel.get_by_role("heading", name="Run trials")).to_be_visible()
     expect(panel.locator("#trials-empty")).to_contain_text("No trials yet.")

@@ -78,7 +78,7 @@ def test_author_makes_the_verifier_trustworthy(page: Page, live_server, fake_llm
 
     # 1. The task page's Verifier panel: difficulty of the latest batch, the score distribution.
     sign_in(page, base, "alice-author")
-    page.goto(f"{base}/tasks/{env_task.pk}/")
+    page.goto(f"{base}/tasks/{env_task.pk}/?tab=verifier")
     panel = page.locator("#verifier-panel")
     expect(panel.get_by_role("heading", name="Verifier", exact=True)).to_be_visible()
     expect(panel.locator("#q-band")).to_have_text("too easy")
@@ -143,7 +143,7 @@ def test_author_makes_the_verifier_trustworthy(page: Page, live_server, fake_llm
     page.screenshot(path=screenshot_dir / "43-ranking.png", full_page=True)
 
     # 4. Back on the task page: the fooled criterion opens for editing right from the probe.
-    page.goto(f"{base}/tasks/{env_task.pk}/")
+    page.goto(f"{base}/tasks/{env_task.pk}/?tab=verifier")
     flagged = page.locator("#q-probe-results tr.q-flagged", has_text="Hedges on the amount: $12,000,000")
     flagged.get_by_role("link", name="Tighten this criterion").click()
     editing = page.locator("#rubric tr.editing")
@@ -169,7 +169,7 @@ def test_author_makes_the_verifier_trustworthy(page: Page, live_server, fake_llm
     expect(page.locator("#q-tau")).to_have_text("0.91")  # the ranking refreshed itself once the grades were in
     page.screenshot(path=screenshot_dir / "44-regrade.png", full_page=True)
 
-    page.goto(f"{base}/tasks/{env_task.pk}/")
+    page.goto(f"{base}/tasks/{env_task.pk}/?tab=verifier")
     expect(page.locator("#q-band")).to_have_text("learnable")
     expect(page.locator("#q-pass-at-k")).to_contain_text("2 of 4 passed")
     assert console_log.errors == []

@@ -236,9 +236,11 @@ def comments_url(env_task, query: str = "") -> str:
 def test_the_task_page_loads_the_comments_beside_the_prompt_each_criterion_and_the_open_list(client, team, env_task):
     client.force_login(team.author)
     page = client.get(reverse("task-editor", args=[env_task.pk])).content.decode()
-    for query in ["?view=open", "?anchor=prompt", "?anchor=reference",
-                  *(f"?anchor=criterion&amp;criterion={c.pk}" for c in criteria(env_task))]:
+    for query in ["?anchor=prompt", "?anchor=reference", *(f"?anchor=criterion&amp;criterion={c.pk}" for c in criteria(env_task))]:
         assert f'hx-get="{comments_url(env_task, query)}" hx-trigger="load"' in page, query
+    # The open comments are listed in the Review tab.
+    review_tab = client.get(reverse("task-editor", args=[env_task.pk]) + "?tab=review").content.decode()
+    assert f'hx-get="{comments_url(env_task, "?view=open")}" hx-trigger="load"' in review_tab
     # Without JavaScript, each placeholder is a link to the same comments.
     assert f'href="{comments_url(env_task, "?anchor=prompt")}">Comments on the prompt</a>' in page
 

@@ -17,7 +17,7 @@ from authoring.models import EnvTask, GraderKind
 from authoring.selectors import env_task_get_for_user, rubric_version_current
 from core.exceptions import ApplicationError
 from core.views import render_error
-from llm.selectors import endpoint_list_usable
+from llm.selectors import endpoint_default, endpoint_list_usable
 from verification import selectors
 from verification.forms import ProbeRunForm, QualityQueryForm, RubricSettingsForm
 from verification.services import probe_run_start
@@ -95,6 +95,8 @@ def _probes_context(request: HttpRequest, env_task: EnvTask, form: ProbeRunForm 
     if form is None:
         batch = selectors.batch_latest_for_task(user=request.user, env_task=env_task)
         judge = (batch.judge_endpoint_id or batch.endpoint_id) if batch else None
+        # (the task's last judge, unless it fails: then the model last used successfully in the project)
+        judge = endpoint_default(project_id=env_task.project_id, prefer=judge)
         form = ProbeRunForm(initial={"judge_endpoint": judge} if judge else None)
     cheats_pending = run is not None and selectors.probe_cheats_pending(run)
     return {
