@@ -13,6 +13,7 @@ from packs import formats as pack_formats
 from packs.formats.base import FormatWriter
 from packs.models import Pack, PackStatus, PackTaskEntry, PackWorldEntry
 from packs.services import pack_build, pack_build_again, pack_create
+from reviews.models import Submission
 from tests import factories
 from tests.packs.conftest import approve
 
@@ -86,9 +87,14 @@ def test_two_tasks_frozen_on_two_states_of_one_world_get_a_world_zip_each(team, 
 def test_a_world_document_that_cannot_be_rendered_stops_the_build_naming_task_and_document(team, world, env_task):
     for document in world.documents.all():
         authoring_services.document_update(document=document, user=team.author, base_revision=document.revision, content="Text.")
-    authoring_services.document_create(world=world, user=team.author, path="Mail/Broken", kind="email",
-                                       content="Body", metadata={"from": "not an address", "date": "yesterday"})
     submission = approve(env_task, author=team.author, reviewer=team.reviewer)
+    # Submit and approve refuse a world that cannot be built; a version approved before the
+    # renderers grew stricter can still hold such a document: the build must stop on it.
+    snapshot = submission.snapshot
+    broken = {**snapshot["world"]["documents"][0], "path": "Mail/Broken", "kind": "email", "format": "", "content": "Body",
+              "metadata": {"from": "not an address", "date": "yesterday"}}
+    snapshot["world"]["documents"].append(broken)
+    Submission.objects.filter(pk=submission.pk).update(snapshot=snapshot)
     pack = built(pack_create(project_id=team.project.pk, user=team.admin, name="Broken", submission_ids=[submission.pk]))
     assert pack.status == PackStatus.FAILED
     assert env_task.title in pack.error and "Mail/Broken" in pack.error, pack.error
