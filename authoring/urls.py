@@ -2,6 +2,7 @@ from django.urls import path
 
 from authoring import views
 from authoring.views.grid import document_grid_evaluate, document_grid_from_text
+from authoring.views.versions import document_versions_compare, rubric_versions
 
 urlpatterns = [
     path("projects/<int:pk>/", views.project_detail, name="project-detail"),
@@ -34,6 +35,8 @@ urlpatterns = [
     path("documents/<int:pk>/draft/", views.document_draft, name="document-draft"),
     path("documents/<int:pk>/draft/<int:run_pk>/", views.document_draft_status, name="document-draft-status"),
     path("documents/<int:pk>/versions/", views.document_versions, name="document-versions"),
+    path("documents/<int:pk>/versions/compare/", document_versions_compare, name="document-versions-compare"),
+    path("tasks/<int:pk>/rubric-versions/", rubric_versions, name="rubric-versions"),
     path("documents/<int:pk>/download/", views.document_download, name="document-download"),
     path("documents/<int:pk>/original/", views.document_source_download, name="document-source-download"),
     path("document-versions/<int:pk>/restore/", views.document_version_restore, name="document-version-restore"),

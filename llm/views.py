@@ -12,10 +12,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from core.exceptions import ApplicationError
+from core.listing import ListSpec, list_page
 from core.views import render_with_error
 from llm import egress
 from llm.forms import EndpointForm
-from llm.models import EndpointCheck, ModelCall, ModelEndpoint
+from llm.models import CallOutcome, CallPurpose, EndpointCheck, ModelCall, ModelEndpoint
 from llm.selectors import endpoint_check_get, endpoint_checks_latest
 from llm.services import endpoint_check_start, endpoint_save, require_staff
 
@@ -24,6 +25,18 @@ PAGE = "llm/model_endpoints.html"
 # timeouts) is not polled any more: its worker is missing or stopped.
 CHECK_GRACE = timedelta(seconds=60)
 SITE_ADMINS_SHOWN = 5
+CALL_OUTCOMES = ((CallOutcome.OK.value, "OK"), (CallOutcome.ERROR.value, "Failed"))
+
+
+def _call_spec() -> ListSpec:
+    """The model-call log: 50 a page, newest first; the endpoint filter takes the names calls were made under."""
+    names = list(ModelCall.objects.order_by("endpoint_name").values_list("endpoint_name", flat=True).distinct())
+    return ListSpec(
+        sorts={"time": ("created_at", "id"), "cost": ("cost", "id"), "latency": ("latency_ms", "id")},
+        default_sort="-time",
+        filters={"endpoint": ("endpoint_name", names), "purpose": ("purpose", CallPurpose.values),
+                 "status": ("outcome", [v for v, _ in CALL_OUTCOMES])},
+    )
 
 
 def _endpoint_rows(endpoints) -> list[dict]:
@@ -73,8 +86,10 @@ def model_endpoints(request: HttpRequest, pk: int | None = None) -> HttpResponse
             failure = ApplicationError(f"{form.fields[field].label if field in form.fields else field}: {messages[0]}")
         else:
             return redirect("model-endpoints")
-    usage = []
+    usage, calls, spec = [], None, None
     if request.user.is_staff:
+        spec = _call_spec()
+        calls = list_page(request, ModelCall.objects.all(), spec)
         usage = list(ModelCall.objects.values("endpoint_name", "purpose").annotate(
             calls=Count("id"), errors=Count("id", filter=Q(outcome="error")), input_tokens=Sum("input_tokens"),
             output_tokens=Sum("output_tokens"), cost=Sum("cost"),
@@ -82,7 +97,8 @@ def model_endpoints(request: HttpRequest, pk: int | None = None) -> HttpResponse
     context = {
         "rows": _endpoint_rows(ModelEndpoint.objects.all()), "form": form, "editing": editing,
         "error": failure.message if failure else None,
-        "usage": usage, "recent": ModelCall.objects.all()[:50] if request.user.is_staff else [],
+        "usage": usage, "calls": calls, "recent": calls.rows if calls else [],
+        "call_endpoints": spec.filters["endpoint"][1] if spec else [], "call_purposes": CallPurpose.choices, "call_outcomes": CALL_OUTCOMES,
         "site_admins": [] if request.user.is_staff else _site_admin_names(),
     }
     return render_with_error(request, PAGE, context, failure)

@@ -1,6 +1,7 @@
 from django.urls import path
 
 from reviews.views import audit, comments, notifications, queue, review_settings, stats, submission
+from reviews.views.versions import prompt_versions
 
 urlpatterns = [
     path("", queue.dashboard, name="dashboard"),
@@ -8,6 +9,7 @@ urlpatterns = [
     path("tasks/<int:task_pk>/reviews/", queue.task_reviews, name="task-reviews"),
     path("tasks/<int:task_pk>/submit/", queue.task_submit, name="task-submit"),
     path("tasks/<int:task_pk>/probes/<int:probe_pk>/explain/", queue.probe_explain, name="probe-explain"),
+    path("tasks/<int:task_pk>/prompt-versions/", prompt_versions, name="prompt-versions"),
     path("submissions/<int:pk>/withdraw/", queue.submission_withdraw, name="submission-withdraw"),
     # The reviewer's side
     path("reviews/", queue.review_queue, name="review-queue"),

@@ -7,84 +7,14 @@ changed, each changed one with its line diff, a spreadsheet compared by the valu
 Every piece of text here is user text: the HTML this module builds escapes all of it and
 adds only <ins> and <del>."""
 
-import difflib
-import re
-
-from django.utils.html import escape
-from django.utils.safestring import SafeString, mark_safe
-
+from authoring.diffs import shown_lines
 from authoring.models import Criterion, CriterionTag, DocumentKind, GraderKind
-from authoring.rendering import RenderError, Workbook, parse_sheets
-from authoring.rendering.preview import format_value
-from authoring.rendering.sheets import col_letter
+from core.textdiff import CONTEXT_LINES, MAX_DIFF_LINES, MAX_WORD_TOKENS, TOKEN, line_diff, segments_html, text_diff
 from reviews.models import Submission
 from verification.versions import criteria_pairs
 
-TOKEN = re.compile(r"\s+|\w+|[^\w\s]")
-# A word diff is quadratic at worst: past this many tokens a side, the text is compared line by line.
-MAX_WORD_TOKENS = 6_000
-MAX_DIFF_LINES = 400
-CONTEXT_LINES = 2
-
-
-# --- Text ------------------------------------------------------------------------------------------
-
-def _segments(old: list[str], new: list[str]) -> list[tuple[str, str]]:
-    """(op, text) runs, op in equal | del | ins, adjacent runs of one op merged."""
-    runs: list[tuple[str, str]] = []
-
-    def put(op: str, parts: list[str]) -> None:
-        text = "".join(parts)
-        if not text:
-            return
-        if runs and runs[-1][0] == op:
-            runs[-1] = (op, runs[-1][1] + text)
-        else:
-            runs.append((op, text))
-
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
-        if tag == "equal":
-            put("equal", old[i1:i2])
-        else:
-            put("del", old[i1:i2])
-            put("ins", new[j1:j2])
-    return runs
-
-
-def segments_html(segments: list[tuple[str, str]]) -> SafeString:
-    """The runs as HTML: every run escaped, removed text in <del>, added text in <ins>."""
-    html = "".join(f"<{op}>{escape(text)}</{op}>" if op in ("ins", "del") else str(escape(text)) for op, text in segments)
-    return mark_safe(html)  # noqa: S308 - every run is escaped above; the only tags are ours
-
-
-def text_diff(old: str, new: str) -> dict:
-    """A word diff of two texts (line by line for long ones): `segments` (op, text) for a
-    template to mark up, `html` the same already marked up and escaped."""
-    old, new = old or "", new or ""
-    a, b = TOKEN.findall(old), TOKEN.findall(new)
-    if len(a) > MAX_WORD_TOKENS or len(b) > MAX_WORD_TOKENS:
-        a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
-    segments = _segments(a, b)
-    return {"changed": old != new, "segments": segments, "html": segments_html(segments),
-            "added": sum(len(t.split()) for op, t in segments if op == "ins"),
-            "removed": sum(len(t.split()) for op, t in segments if op == "del")}
-
-
-def line_diff(old: list[str], new: list[str]) -> dict:
-    """Changed lines with a little context: `lines` as (css class, text) with class add | del
-    | context | gap, capped at MAX_DIFF_LINES (`hidden` says how many more)."""
-    rows: list[tuple[str, str]] = []
-    for n, line in enumerate(difflib.unified_diff(old, new, lineterm="", n=CONTEXT_LINES)):
-        if n < 2:  # the ---/+++ header
-            continue
-        if line.startswith("@@"):
-            rows.append(("gap", "…"))
-        else:
-            rows.append(({"+": "add", "-": "del"}.get(line[:1], "context"), line[1:]))
-    if rows and rows[0][0] == "gap":
-        rows = rows[1:]
-    return {"lines": rows[:MAX_DIFF_LINES], "hidden": max(len(rows) - MAX_DIFF_LINES, 0),
-            "added": sum(1 for c, _ in rows if c == "add"), "removed": sum(1 for c, _ in rows if c == "del")}
+__all__ = ["CONTEXT_LINES", "MAX_DIFF_LINES", "MAX_WORD_TOKENS", "TOKEN", "line_diff", "segments_html", "shown_lines",
+           "submission_diff", "text_diff"]
 
 
 # --- Documents ---------------------------------------------------------------------------------------
@@ -102,36 +32,6 @@ def document_type(kind: str, fmt: str) -> str:
 def document_anchor(path: str) -> str:
     """The id of a document's entry on the review page (reviews/_evidence.html)."""
     return "evidence-doc-" + "".join(ch if ch.isalnum() else "-" for ch in path).strip("-").lower()
-
-
-def _sheet_lines(content: str) -> list[str]:
-    """A spreadsheet as the Drive shows it, one line per row: computed values in their number
-    formats (a formula's source changes only what its value shows)."""
-    structured, where = parse_sheets(content)
-    book = Workbook(structured, where)
-    lines = []
-    for sheet in book.sheets:
-        lines.append(f"Sheet {sheet.name}")
-        for r in range(1, sheet.max_row + 1):
-            values = [(c, format_value(cell.value, cell.number_format)) for c in range(1, sheet.max_col + 1)
-                      if (cell := sheet.cells.get((r, c))) is not None]
-            shown = [f"{col_letter(c)}{r} {value}" for c, value in values if value != ""]
-            if shown:
-                lines.append(" · ".join(shown))
-    return lines
-
-
-def shown_lines(document: dict) -> list[str]:
-    """What a reader of the document sees, as lines to compare: a message's or an event's
-    fields, then its text; a spreadsheet's values (its text when it cannot be computed)."""
-    content = document.get("content") or ""
-    if document.get("kind") == DocumentKind.FILE and document.get("format") == "xlsx":
-        try:
-            return _sheet_lines(content)
-        except (RenderError, ValueError):
-            pass
-    fields = [f"{key}: {value}" for key, value in sorted((document.get("metadata") or {}).items()) if value not in ("", None, [], {})]
-    return fields + content.splitlines()
 
 
 def _document_changes(old_docs: list[dict], new_docs: list[dict]) -> dict:

@@ -1,6 +1,7 @@
 """Trial runs on the task page, the live batch page, cancel, and two trajectories side by side."""
 
 from django.contrib import messages
+from django.db.models import Case, CharField, Q, QuerySet, Value, When
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -10,11 +11,12 @@ from accounts.selectors import membership_for
 from authoring.models import EnvTask
 from authoring.selectors import env_task_get_for_user
 from core.exceptions import ApplicationError
+from core.listing import Listing, ListSpec, list_page
 from core.views import render_error
 from llm.selectors import endpoint_picker
 from rollouts import selectors, services
 from rollouts.forms import CompareForm, RunTrialsForm
-from rollouts.models import RolloutBatch
+from rollouts.models import RolloutBatch, RolloutStatus
 from rollouts.views.common import form_error
 from rollouts.views.display import (
     add_grades,
@@ -35,7 +37,28 @@ from workspace.selectors import overlay_diff
 TRIALS = "rollouts/task_trials.html"
 BATCH = "rollouts/batch_detail.html"
 COMPARE = "rollouts/batch_compare.html"
-RECENT_BATCHES = 20
+BATCHES_PER_PAGE = 20
+BATCH_STATES = (("running", "Running"), ("finished", "Finished"), ("cancelled", "Cancelled"))
+SCRIPTED = (("yes", "Scripted sample model"), ("no", "Real models"))
+# The task's batches: 20 a page, newest first unless the author asks otherwise.
+BATCH_LIST = ListSpec(
+    sorts={"created": ("created_at", "id"), "n": ("total", "created_at", "id"), "status": ("state", "created_at", "id")},
+    default_sort="-created",
+    filters={"status": ("state", [v for v, _ in BATCH_STATES]), "scripted": ("scripted", [v for v, _ in SCRIPTED])},
+    per_page=BATCHES_PER_PAGE,
+)
+GRADE_RESULTS = (("passed", "Passed"), ("failed", "Failed"))
+ROLLOUT_SORTS = (
+    ("number", "By number"), ("-score", "Highest score first"), ("score", "Lowest score first"),
+    ("-cost", "Dearest first"), ("cost", "Cheapest first"), ("-duration", "Slowest first"), ("duration", "Quickest first"),
+)
+# A batch's rollouts (64 at most: one page): by number unless sorted by score, cost or time taken.
+ROLLOUT_LIST = ListSpec(
+    sorts={"number": ("index",), "score": ("grade_score", "index"), "cost": ("cost", "index"), "duration": ("duration", "index")},
+    default_sort="number",
+    filters={"status": ("status", RolloutStatus.values), "grade": ("grade_result", [v for v, _ in GRADE_RESULTS])},
+    per_page=64,
+)
 
 
 # --- The trials panel of the task page --------------------------------------------------
@@ -43,11 +66,8 @@ RECENT_BATCHES = 20
 def _trials_context(request: HttpRequest, env_task: EnvTask, form: RunTrialsForm | None = None) -> dict:
     membership = membership_for(user=request.user, project_id=env_task.project_id)
     endpoints = endpoint_picker(project_id=env_task.project_id)  # starts on the last model that worked here
-    batches = list(
-        batch_list_with_counts(
-            selectors.batch_list_for_task(user=request.user, env_task=env_task).select_related("created_by")
-        )[:RECENT_BATCHES]
-    )
+    listing = list_page(request, _batch_rows(selectors.batch_list_for_task(user=request.user, env_task=env_task)), BATCH_LIST)
+    batches = listing.rows
     for batch in batches:
         batch.status_counts = batch_row_counts(batch)
         batch.is_unfinished = batch_row_unfinished(batch)
@@ -58,8 +78,25 @@ def _trials_context(request: HttpRequest, env_task: EnvTask, form: RunTrialsForm
         "has_scripted": any(e.is_scripted for e in endpoints),
         "form": form or RunTrialsForm(initial={"endpoint": next((e for e in endpoints if e.is_default), None)}),
         "batches": batches,
+        "batch_list": listing,
+        "batch_states": BATCH_STATES,
+        "scripted_choices": SCRIPTED,
         "any_unfinished": any(b.is_unfinished for b in batches),
     }
+
+
+def _batch_rows(batches: QuerySet[RolloutBatch]) -> QuerySet[RolloutBatch]:
+    """With their rollout counts, a `state` (cancelled, running while any rollout waits or
+    runs, else finished) and `scripted` ("yes"/"no"): what the list sorts and filters by."""
+    return batch_list_with_counts(batches.select_related("created_by")).annotate(
+        state=Case(
+            When(cancelled_at__isnull=False, then=Value("cancelled")),
+            When(Q(n_running__gt=0) | Q(n_queued__gt=0), then=Value("running")),
+            default=Value("finished"),
+            output_field=CharField(),
+        ),
+        scripted=Case(When(endpoint_scripted=True, then=Value("yes")), default=Value("no"), output_field=CharField()),
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -68,7 +105,9 @@ def task_trials(request: HttpRequest, task_pk: int) -> HttpResponse:
     "Run trials": a started batch opens its live page."""
     env_task = env_task_get_for_user(user=request.user, pk=task_pk)
     if request.method == "GET":
-        partial = "#trials-batches" if request.GET.get("part") == "batches" else ""
+        # The polled list and its page / sort / filter links swap only the list.
+        batches_only = request.GET.get("part") == "batches" or (request.htmx and request.htmx.target == "trials-batches")
+        partial = "#trials-batches" if batches_only else ""
         return render(request, TRIALS + partial, _trials_context(request, env_task))
     form = RunTrialsForm(request.POST)
     try:
@@ -100,9 +139,15 @@ def _live_context(request: HttpRequest, batch: RolloutBatch) -> dict:
     progress = progress_view(selectors.batch_progress(batch=batch))
     state_class, state_label = batch_state(batch, progress)
     membership = membership_for(user=request.user, project_id=batch.project_id)
-    rollouts = rollout_rows(batch, selectors.batch_rollouts(batch=batch))
+    listing = list_page(request, selectors.batch_rollouts_listed(batch=batch), ROLLOUT_LIST)
+    rollouts = rollout_rows(batch, listing.page.object_list)
     graded_by, grades = selectors.batch_latest_grades(batch=batch)
     return {
+        "rollout_list": listing,
+        "live_query": _live_query(listing),
+        "rollout_statuses": RolloutStatus.choices,
+        "grade_results": GRADE_RESULTS,
+        "rollout_sorts": ROLLOUT_SORTS,
         "batch": batch,
         "progress": progress,
         "state_class": state_class,
@@ -111,6 +156,11 @@ def _live_context(request: HttpRequest, batch: RolloutBatch) -> dict:
         "graded_by": graded_by,
         "can_author": membership.can_author,
     }
+
+
+def _live_query(listing: Listing) -> str:
+    """What the polled partial asks for: the same sort and filters."""
+    return listing.query.removeprefix("&")
 
 
 def _batch_context(request: HttpRequest, batch: RolloutBatch) -> dict:
@@ -126,7 +176,7 @@ def _batch_context(request: HttpRequest, batch: RolloutBatch) -> dict:
         "rubric_criteria": list(batch.rubric_version.criteria.all()),
         "created_by": batch.created_by.username if batch.created_by else "",
         "time_limit_label": seconds(batch.time_limit_seconds * 1000),
-        "compare_choices": [r.number for r in context["rollouts"]],
+        "compare_choices": list(range(1, context["progress"]["total"] + 1)),
     }
 
 

@@ -149,7 +149,8 @@ def test_rollouts_sort_by_number_score_cost_and_duration(client, team, graded):
     url = reverse("batch-detail", args=[graded.pk])
     assert numbers(page_of(client.get(url))) == [1, 2, 3, 4, 5, 6]
     assert numbers(page_of(client.get(url + "?sort=-number"))) == [6, 5, 4, 3, 2, 1]
-    assert numbers(page_of(client.get(url + "?sort=-score")))[:4] == [2, 4, 3, 1]
+    by_score = page_of(client.get(url + "?sort=-score"))
+    assert numbers(by_score)[:4] == [2, 4, 3, 1] and '<option value="-score" selected>Highest score first' in by_score
     assert numbers(page_of(client.get(url + "?sort=cost")))[-4:] == [2, 4, 1, 3]
     by_time = page_of(client.get(url + "?sort=-duration"))
     assert numbers(by_time)[:4] == [4, 1, 3, 2] and "time taken ↓" in by_time
