@@ -8,10 +8,17 @@ from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
+from django.db.models.expressions import OrderBy
 from django.http import HttpRequest, QueryDict
 
 MAX_SEARCH = 100
+
+
+def _nulls_last(field: str) -> OrderBy:
+    """Empty values last, both ways, on every database (PostgreSQL puts NULLs first when
+    descending, SQLite last): a list sorted by score shows the scored rollouts first."""
+    return F(field[1:]).desc(nulls_last=True) if field.startswith("-") else F(field).asc(nulls_last=True)
 
 
 def _descending(order_by: tuple[str, ...]) -> tuple[str, ...]:
@@ -127,6 +134,6 @@ def list_page(request: HttpRequest, rows: QuerySet, spec: ListSpec, params: Quer
         rows = rows.filter(match)
         kept[spec.param("q")] = q
 
-    rows = rows.order_by(*spec.order_by(sort))
+    rows = rows.order_by(*(_nulls_last(field) for field in spec.order_by(sort)))
     page = Paginator(rows, spec.per_page).get_page(params.get(spec.param("page")))
     return Listing(page=page, spec=spec, sort=sort, kept=kept, ignored=ignored)
