@@ -15,6 +15,7 @@ POLICY_FIELDS = ("approvals_required", "gate_graded_rollouts", "min_graded_rollo
                  "pass1_ceiling", "passk_floor", "queue_alert_threshold")
 
 
+@transaction.atomic
 def checklist_ensure(*, project_id: int) -> None:
     """Save the default checklist for a project that never had one. Idempotent: the project
     row is locked, so two first submissions at once save the defaults once."""

@@ -231,7 +231,7 @@ def test_author_review_pack_journey(page: Page, live_server, celery_worker_proce
     sign_out(page)
     sign_in(page, base, admin.username)
     page.get_by_role("link", name=re.compile("Corporate law — M&A")).click()
-    page.get_by_role("link", name="Packs").click()
+    page.get_by_role("main").get_by_role("link", name="Packs").click()
     expect(page.get_by_role("heading", name="Packs", level=1)).to_be_visible()
     approved = page.get_by_label("State the purchase price v2")
     expect(approved).to_be_checked()

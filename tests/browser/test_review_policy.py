@@ -91,7 +91,7 @@ def test_gate_two_reviewers_disagree_admin_adjudicates_pack_and_audit(page: Page
     page.screenshot(path=shots / "02-review-page-with-evidence.png", full_page=True)
     answer_checklist(page)
     page.get_by_role("button", name="Approve").click()
-    expect(page.get_by_role("status")).to_contain_text("it goes on to the next reviewer")
+    expect(page.get_by_role("status").filter(has_text="it goes on to the next reviewer")).to_be_visible()
     sign_out(page)
 
     # 4. Ravi reviews independently (Rita's decision stays hidden until he decides) and asks for changes.
@@ -102,7 +102,7 @@ def test_gate_two_reviewers_disagree_admin_adjudicates_pack_and_audit(page: Page
     answer_checklist(page, fail=(2,))
     page.get_by_label(re.compile("Comment for the author")).fill("No criterion checks the currency: add one.")
     page.get_by_role("button", name="Request changes").click()
-    expect(page.get_by_role("status")).to_contain_text("the reviewers disagree, so an admin decides")
+    expect(page.get_by_role("status").filter(has_text="the reviewers disagree, so an admin decides")).to_be_visible()
     sign_out(page)
 
     # 5. The admin is told (the bell), sees both reviews and settles it.
@@ -119,7 +119,7 @@ def test_gate_two_reviewers_disagree_admin_adjudicates_pack_and_audit(page: Page
     page.screenshot(path=shots / "03-adjudication.png", full_page=True)
     page.get_by_label("Why").fill("The price is stated in dollars in every document; a currency criterion adds nothing here.")
     page.get_by_role("button", name="Approve").click()
-    expect(page.get_by_role("status")).to_contain_text("Settled: Approve on State the purchase price v1")
+    expect(page.get_by_role("status").filter(has_text="Settled: Approve on State the purchase price v1")).to_be_visible()
 
     # The reviewer dashboard: the pair's decisions disagreed on their one shared submission.
     page.goto(f"{base}/reviews/stats/")
@@ -130,7 +130,7 @@ def test_gate_two_reviewers_disagree_admin_adjudicates_pack_and_audit(page: Page
 
     # 6. The pack includes the task.
     page.goto(f"{base}/projects/{project.pk}/")
-    page.get_by_role("link", name="Packs").click()
+    page.get_by_role("main").get_by_role("link", name="Packs").click()
     expect(page.get_by_label("State the purchase price v1")).to_be_checked()
     page.get_by_label("Pack name").fill("ma-qa")
     page.get_by_role("button", name="Build pack").click()

@@ -159,7 +159,8 @@ def test_author_makes_the_verifier_trustworthy(page: Page, live_server, fake_llm
     stale = page.locator("#q-rubric-stale")
     expect(stale).to_contain_text("now version 2")
 
-    # 5. Regrade: the worker grades against version 2; the numbers change.
+    # 5. Regrade (back in the Verifier quality tab): the worker grades against version 2; the numbers change.
+    page.get_by_role("tab", name="Verifier quality").click()
     stale.get_by_role("button", name="Regrade the batch with version 2").click()
     expect(page.get_by_role("heading", name="Grades under rubric version 2")).to_be_visible()
     changes = page.locator("#q-changes")
