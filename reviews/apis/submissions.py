@@ -61,11 +61,7 @@ class SubmissionDetailSerializer(SubmissionSerializer):
 
     @extend_schema_field(ReviewSerializer(many=True))
     def get_reviews(self, submission) -> list:
-        user = self.context["request"].user
-        reviews = list(submission.reviews.all())
-        holding = submission.status == SubmissionStatus.CLAIMED and submission.claimed_by_id == user.pk
-        if holding and not any(r.reviewer_id == user.pk for r in reviews):
-            return []
+        reviews, _ = selectors.reviews_visible_to(submission=submission, user=self.context["request"].user)
         return ReviewSerializer(reviews, many=True).data
 
     @extend_schema_field(AdjudicationSerializer(allow_null=True))

@@ -91,3 +91,14 @@ def reviews_for_task(*, user: User, env_task) -> QuerySet[Review]:
     return Review.objects.filter(
         Q(submission__env_task=env_task) & Q(submission__project__in=project_list_for_user(user=user))
     ).select_related("submission", "reviewer").prefetch_related("answers").order_by("-created_at")
+
+
+def reviews_visible_to(*, submission: Submission, user: User) -> tuple[list[Review], int]:
+    """The reviews of this version the user may read, and how many are hidden. Reviewers decide
+    independently: while a reviewer holds the claim and has not decided, the other reviewers'
+    decisions stay hidden (that is what makes their agreement worth measuring)."""
+    reviews = list(submission.reviews.all())
+    holding = submission.status == SubmissionStatus.CLAIMED and submission.claimed_by_id == user.pk
+    if holding and not any(r.reviewer_id == user.pk for r in reviews):
+        return [], len(reviews)
+    return reviews, 0

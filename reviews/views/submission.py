@@ -20,12 +20,8 @@ from reviews.selectors.evidence import submission_evidence
 def _review_context(request: HttpRequest, submission: Submission, *, form=None, adjudication_form=None, typed=None) -> dict:
     user = request.user
     membership = membership_for(user=user, project_id=submission.project_id)
-    reviews = list(submission.reviews.all())
-    mine = next((r for r in reviews if r.reviewer_id == user.pk), None)
+    reviews, hidden_reviews = selectors.reviews_visible_to(submission=submission, user=user)
     is_claimant = submission.claimed_by_id == user.pk and submission.status == SubmissionStatus.CLAIMED
-    # Reviewers decide independently: while a reviewer has the item, the other reviewers'
-    # decisions on this version stay hidden (that is what makes their agreement worth measuring).
-    show_reviews = not is_claimant or mine is not None
     previous = selectors.submission_previous(submission=submission)
     items = selectors.checklist_items(project_id=submission.project_id)
     return {
@@ -40,8 +36,8 @@ def _review_context(request: HttpRequest, submission: Submission, *, form=None, 
         "can_review": membership.can_review and submission.submitted_by_id != user.pk,
         "can_adjudicate": (membership.can_export and submission.submitted_by_id != user.pk
                            and submission.status == SubmissionStatus.ADJUDICATION),
-        "reviews": reviews if show_reviews else [],
-        "hidden_reviews": 0 if show_reviews else len(reviews),
+        "reviews": reviews,
+        "hidden_reviews": hidden_reviews,
         "adjudication": getattr(submission, "adjudication", None),
         "history": status_history(subject=submission),
         "evidence": submission_evidence(submission=submission, user=user),
