@@ -2,14 +2,20 @@
 The authored world is never touched here: an overlay entry shadows, adds or hides a
 data-room path, and only in its own overlay."""
 
+from dataclasses import dataclass
+
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
 from accounts.models import User
+from authoring.extraction.common import Left
 from authoring.models import Document, DocumentFormat, DocumentKind, World
 from authoring.rendering.headers import EMAIL
 from authoring.services.common import author_membership
-from authoring.services.documents import MAX_CONTENT_CHARS, clean_path
+from authoring.services.documents import MAX_CONTENT_CHARS, clean_document_fields, clean_path
+from authoring.services.upload_plans import clean_file_name, plan_file
+from authoring.services.uploads import MAX_UPLOAD_BYTES
 from core.exceptions import ApplicationError
 from core.validation import reject_unstorable
 from workspace.models import DEFAULT_ACTOR_EMAIL, DEFAULT_ACTOR_NAME, Overlay, OverlayAction, OverlayEntry, OverlayPurpose
@@ -120,3 +126,201 @@ def overlay_entry_delete(*, overlay: Overlay, path: str) -> OverlayEntry | None:
         defaults={"kind": original["kind"], "format": original["format"], "action": OverlayAction.DELETE, "content": "", "metadata": {}},
     )
     return entry
+
+
+# --- an author's hand in a sandbox ------------------------------------------------------------
+# A person trying the apps writes through the agent's own tools (workspace.tools), so what
+# they make is exactly what an agent would have made: the same paths, sender, dates and
+# checks. These services add what the tools leave to their caller: who may write (an author
+# of the project; anyone else is refused, an outsider never learns the sandbox exists) and
+# where (a sandbox, never a trial run's workspace, which is kept as the agent left it).
+
+
+@dataclass(frozen=True)
+class SandboxUpload:
+    format: str  # what the file was found to be
+    paths: list[str]  # what it became, its main item first
+    left: list[Left]  # what could not be kept, and why
+
+
+def _sandbox_writer(*, overlay: Overlay, user: User) -> None:
+    author_membership(user=user, project_id=overlay.world.project_id)
+    if overlay.purpose != OverlayPurpose.SANDBOX:
+        raise ApplicationError("This workspace belongs to a trial run and is kept as the agent left it: "
+                               "only a sandbox can be changed by hand.")
+
+
+def _workspace(overlay: Overlay):
+    # Imported here: the tools import this module for the overlay writes above.
+    from workspace.tools import Workspace
+
+    return Workspace(overlay.world, overlay)
+
+
+def _tool_call(ws, name: str, arguments: dict) -> str:
+    """Run one of the agent's tools; its error becomes the service's. Returns the path the
+    call created (or, for an edit, ""): read off the workspace, not parsed from its reply."""
+    from workspace.tools import execute
+
+    before = set(ws.paths())
+    result = execute(workspace=ws, name=name, arguments=arguments)
+    if result.is_error:
+        raise ApplicationError(result.text)
+    return next(iter(set(ws.paths()) - before), "")
+
+
+@transaction.atomic
+def sandbox_email_send(*, overlay: Overlay, user: User, to: list[str], cc: list[str], subject: str, body: str) -> str:
+    """Send a new email as the sandbox's actor; returns its id (its path, in Mail/Sent)."""
+    _sandbox_writer(overlay=overlay, user=user)
+    return _tool_call(_workspace(overlay), "send_email", {"to": to, "cc": cc, "subject": subject, "body": body})
+
+
+@transaction.atomic
+def sandbox_email_reply(*, overlay: Overlay, user: User, email_id: str, body: str, reply_all: bool = False) -> str:
+    _sandbox_writer(overlay=overlay, user=user)
+    return _tool_call(_workspace(overlay), "reply_email", {"id": email_id, "body": body, "reply_all": reply_all})
+
+
+@transaction.atomic
+def sandbox_chat_post(*, overlay: Overlay, user: User, channel: str, text: str) -> str:
+    _sandbox_writer(overlay=overlay, user=user)
+    return _tool_call(_workspace(overlay), "post_message", {"channel": channel, "text": text})
+
+
+@transaction.atomic
+def sandbox_chat_reply(*, overlay: Overlay, user: User, message_id: str, text: str) -> str:
+    _sandbox_writer(overlay=overlay, user=user)
+    return _tool_call(_workspace(overlay), "reply_message", {"id": message_id, "text": text})
+
+
+def _event_arguments(*, subject: str, start: str, end: str, all_day: bool, location: str, attendees: list[str],
+                     description: str) -> dict:
+    return {"subject": subject, "start": start, "end": end, "all_day": all_day, "location": location, "attendees": attendees,
+            "description": description}
+
+
+@transaction.atomic
+def sandbox_event_create(*, overlay: Overlay, user: User, subject: str, start: str, end: str, all_day: bool = False,
+                         location: str = "", attendees: list[str] | None = None, description: str = "") -> str:
+    """`start` and `end`: ISO 8601 with their offset (all day: the first and the last day)."""
+    _sandbox_writer(overlay=overlay, user=user)
+    arguments = _event_arguments(subject=subject, start=start, end=end, all_day=all_day, location=location,
+                                 attendees=attendees or [], description=description)
+    return _tool_call(_workspace(overlay), "create_event", arguments)
+
+
+@transaction.atomic
+def sandbox_event_update(*, overlay: Overlay, user: User, event_id: str, subject: str, start: str, end: str, all_day: bool = False,
+                         location: str = "", attendees: list[str] | None = None, description: str = "") -> str:
+    """Replace every field of the event (a form sends them all); returns its id."""
+    _sandbox_writer(overlay=overlay, user=user)
+    arguments = _event_arguments(subject=subject, start=start, end=end, all_day=all_day, location=location,
+                                 attendees=attendees or [], description=description)
+    _tool_call(_workspace(overlay), "update_event", {"id": event_id, **arguments})
+    return event_id
+
+
+@transaction.atomic
+def sandbox_event_delete(*, overlay: Overlay, user: User, event_id: str) -> None:
+    """The agent has no tool for this; it is the overlay write delete_file makes for a file."""
+    _sandbox_writer(overlay=overlay, user=user)
+    if _workspace(overlay).event(event_id) is None:
+        raise ApplicationError("There is no such event in this sandbox (it may have been deleted already).")
+    overlay_entry_delete(overlay=overlay, path=event_id)
+
+
+@transaction.atomic
+def sandbox_file_write(*, overlay: Overlay, user: User, path: str, content: str) -> None:
+    """Replace a file's whole content (in the conventions of its format, as write_file takes it)."""
+    _sandbox_writer(overlay=overlay, user=user)
+    ws = _workspace(overlay)
+    if ws.get(path, DocumentKind.FILE) is None:
+        raise ApplicationError("There is no such file in this sandbox (it may have been deleted).")
+    _tool_call(ws, "write_file", {"path": path, "content": content})
+
+
+@transaction.atomic
+def sandbox_file_delete(*, overlay: Overlay, user: User, path: str) -> None:
+    _sandbox_writer(overlay=overlay, user=user)
+    _tool_call(_workspace(overlay), "delete_file", {"path": path})
+
+
+def _read_upload(uploaded_file: UploadedFile) -> bytes:
+    limit = MAX_UPLOAD_BYTES
+    too_big = ApplicationError(f"The file is larger than {limit // (1024 * 1024)} MB; upload files of at most {limit // (1024 * 1024)} MB.")
+    if uploaded_file.size is not None and uploaded_file.size > limit:
+        raise too_big
+    chunks, size = [], 0
+    for chunk in uploaded_file.chunks():
+        size += len(chunk)
+        if size > limit:  # the declared size is the client's word; count
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _free(path: str, taken) -> str:
+    if not taken(path):
+        return path
+    stem, dot, extension = path.rpartition(".") if "." in path.rsplit("/", 1)[-1] else (path, "", "")
+    for n in range(2, 1_000):
+        candidate = f"{stem} ({n}){dot}{extension}"
+        if not taken(candidate):
+            return candidate
+    raise ApplicationError(f"Too many uploads named {path!r}; choose another folder.")
+
+
+@transaction.atomic
+def sandbox_file_upload(*, overlay: Overlay, user: User, uploaded_file: UploadedFile, folder: str = "") -> SandboxUpload:
+    """Add what an uploaded file holds to the sandbox, as the data room's upload would add it
+    to the world (authoring's plan: a document becomes a file, an email its mail and
+    attachments, a mailbox its messages, a calendar its events), but into the overlay. The
+    original bytes are not kept: the sandbox holds each item as text, like the agent's files."""
+    _sandbox_writer(overlay=overlay, user=user)
+    folder = folder.strip().strip("/")
+    if folder:
+        folder = clean_path(folder)
+    name = clean_file_name(uploaded_file.name or "")
+    plan = plan_file(world=overlay.world, data=_read_upload(uploaded_file), name=name, path=f"{folder}/" if folder else "")
+    ws = _workspace(overlay)
+    renamed: dict[str, str] = {}
+    chosen: set[str] = set()
+
+    def taken(path: str) -> bool:  # the plan knows the world's paths; the sandbox may hold more
+        return path in chosen or ws.get(path) is not None or ws.world_item(path) is not None
+
+    for planned in plan.documents:
+        path = _free(planned.path, taken)
+        chosen.add(path)
+        if path != planned.path:
+            renamed[planned.path] = path
+    paths = []
+    for planned in plan.documents:
+        metadata = dict(planned.metadata)
+        for key in ("thread", "attachments"):  # links between the items follow a renamed path
+            if renamed and isinstance(metadata.get(key), str):
+                metadata[key] = ", ".join(renamed.get(p.strip(), p.strip()) for p in metadata[key].split(","))
+        fields = clean_document_fields(path=renamed.get(planned.path, planned.path), kind=planned.kind, format=planned.format,
+                                       metadata=metadata, target_size=0)
+        entry = overlay_entry_upsert(overlay=overlay, path=fields["path"], kind=fields["kind"], format=fields["format"],
+                                     content=planned.content, metadata=fields["metadata"])
+        paths.append(entry.path)
+    return SandboxUpload(format=plan.format, paths=paths, left=plan.left)
+
+
+@transaction.atomic
+def overlay_entry_discard(*, overlay: Overlay, user: User, path: str) -> None:
+    """Drop the sandbox's change to `path`: the world's version shows again (or, for an item
+    the sandbox added, it is gone)."""
+    _sandbox_writer(overlay=overlay, user=user)
+    Overlay.objects.select_for_update().filter(pk=overlay.pk).first()
+    if not OverlayEntry.objects.filter(overlay_id=overlay.pk, path=path).delete()[0]:
+        raise ApplicationError("This change is no longer in the sandbox (it was discarded already, or replaced).")
+    _touch(overlay)
+
+
+@transaction.atomic
+def sandbox_delete(*, overlay: Overlay, user: User) -> None:
+    _sandbox_writer(overlay=overlay, user=user)
+    overlay.delete()

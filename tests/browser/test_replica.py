@@ -162,10 +162,11 @@ def test_replica_apps_and_a_sandbox_with_its_changes(page: Page, live_server, co
     expect(page.locator("#replica-banner")).to_have_count(0)
     expect(page.locator(".replica-tree").get_by_role("link", name="Work")).to_have_count(0)
 
-    # Deleting the sandbox (confirmed) leaves the world page's list empty again.
+    # Deleting the sandbox (confirmed on a page of its own) leaves the world page's list empty again.
     page.goto(f"{base}/worlds/{world.pk}/")
-    page.once("dialog", lambda dialog: dialog.accept())
-    page.locator("#replica-sandboxes").get_by_role("button", name=re.compile("Delete sandbox")).click()
+    page.locator("#replica-sandboxes").get_by_role("link", name=re.compile("Delete sandbox")).click()
+    expect(page.locator("#sandbox-delete-confirm")).to_contain_text("Its 4 changes will be lost")
+    page.get_by_role("button", name="Delete sandbox").click()
     expect(page.locator("#replica-sandboxes")).to_contain_text("No sandbox yet.")
     assert not Overlay.objects.filter(world=world).exists()
     assert console_log.errors == []

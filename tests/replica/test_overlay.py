@@ -170,8 +170,10 @@ def test_sandbox_create_list_and_delete_with_htmx(author_client, team, data_room
     assert (sandbox.label, sandbox.purpose, sandbox.created_by) == ("Try the memo", "sandbox", team.author)
     row = created.find("replica-added", tag="tr")[0]
     assert row.text.startswith(f"Try the memo #{sandbox.pk} New") and f"by {team.author.username}" in row.text
-    assert row.text.endswith("Drive · Mail · Chat · Calendar · Changes Delete")
+    assert row.text.endswith("Drive · Mail · Chat · Calendar · Changes Delete…")
     links = [e.attrs["href"] for e in created.find(tag="a")]
+    confirm = reverse("sandbox-delete", args=[sandbox.pk])
+    assert f"{confirm}?next={reverse('world-editor', args=[data_room.pk])}%23replica-sandboxes" in links  # it asks first
     assert app_url("mail", OVERLAYS, sandbox.pk) in links and reverse("overlay-changes", args=[sandbox.pk]) in links
     overlay_create(world=data_room, user=team.author, label="a trial", purpose="rollout")  # a trial run's overlay is not a sandbox
     listed = Page(author_client.get(url))

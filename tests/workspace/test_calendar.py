@@ -73,3 +73,15 @@ def test_update_event_shadows_the_world_event(run, ws, data_room):
     assert run.json("read_event", {"id": SIGNING})["location"] == "Video call"
     assert run("update_event", {"id": SIGNING}, error=True).startswith("Nothing to change")
     assert "before 'start'" in run("update_event", {"id": SIGNING, "end": "2026-03-15T09:00:00+00:00"}, error=True)
+
+
+def test_all_day_events_take_days_and_keep_them_on_update(run, ws):
+    created = run.json("create_event", {"subject": "Offsite", "start": "2026-03-09", "end": "2026-03-10", "all_day": True})["created"]
+    assert (created["start"], created["end"], created["all_day"]) == ("2026-03-09T00:00:00+00:00", "2026-03-11T00:00:00+00:00", True)
+    moved = run.json("update_event", {"id": created["id"], "start": "2026-03-10"})["updated"]  # its last day stays the 10th
+    assert (moved["start"], moved["end"]) == ("2026-03-10T00:00:00+00:00", "2026-03-11T00:00:00+00:00")
+    timed = run.json("update_event", {"id": created["id"], "all_day": False, "start": "2026-03-12T09:00:00+00:00",
+                                      "end": "2026-03-12T10:00:00+00:00"})["updated"]
+    assert "all_day" not in timed and timed["end"] == "2026-03-12T10:00:00+00:00"
+    assert "is before the first" in run("create_event", {"subject": "x", "start": "2026-03-09", "end": "2026-03-08", "all_day": True},
+                                        error=True)

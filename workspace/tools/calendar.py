@@ -1,6 +1,7 @@
 """Calendar: list and search events by date range and attendee; read, create, update.
 An event's id is its data-room path."""
 
+import datetime as dt
 import re
 
 from authoring.models import DocumentKind
@@ -22,6 +23,8 @@ FIELDS = {
     "attendees": ADDRESSES_ARG,
     "location": text_arg("Where, e.g. a room or 'Video call'."),
     "description": text_arg("The agenda or description (Markdown).", max_length=MAX_DESCRIPTION),
+    "all_day": {"type": "boolean", "description": "An all-day event: start and end are read as days (the end day included), "
+                "e.g. start 2026-03-04 and end 2026-03-05 for two whole days.", "default": False},
 }
 
 
@@ -34,8 +37,11 @@ def get_event(ws: Workspace, id: object) -> Event:
 
 
 def summary(e: Event, *, full: bool = False) -> dict:
-    return {"id": e.id, "subject": e.subject, "start": e.start_text, "end": e.end_text, "location": e.location,
-            "attendees": e.attendees, "description": clip(e.description, 10_000) if full else snippet(e.description, width=200)}
+    found = {"id": e.id, "subject": e.subject, "start": e.start_text, "end": e.end_text, "location": e.location,
+             "attendees": e.attendees, "description": clip(e.description, 10_000) if full else snippet(e.description, width=200)}
+    if e.all_day:
+        found["all_day"] = True  # the end is the midnight after the last day
+    return found
 
 
 def _page(events: list[Event], limit: int, offset: int) -> str:
@@ -92,11 +98,35 @@ def read_event(ws: Workspace, id: str) -> str:
     return to_json(summary(get_event(ws, id), full=True))
 
 
+def is_all_day(metadata: dict) -> bool:
+    return str(metadata.get("all_day") or "").strip().lower() == "true"
+
+
+def _whole_days(metadata: dict, fields: dict, base: dict) -> None:
+    """An all-day event is stored as imported ones are: midnight UTC of its first day to
+    midnight after its last (iCalendar's DTEND is exclusive)."""
+    first = check_when(metadata.get("start", ""), "start").date()
+    if not metadata.get("end"):
+        last = first
+    elif "end" in fields or not is_all_day(base):
+        last = check_when(metadata["end"], "end").date()
+    else:  # the end it already had: the midnight after its last day
+        last = check_when(metadata["end"], "end").date() - dt.timedelta(days=1)
+    if last < first:
+        raise ToolError(f"The last day ({last}) is before the first ({first}).")
+    metadata["start"] = f"{first.isoformat()}T00:00:00+00:00"
+    metadata["end"] = f"{(last + dt.timedelta(days=1)).isoformat()}T00:00:00+00:00"
+
+
 def _save_event(ws: Workspace, path: str, fields: dict, base: dict) -> dict:
     metadata = dict(base)
     for key in ("subject", "start", "end", "location"):
         if key in fields:
             metadata[key] = " ".join(fields[key].split())
+    if "all_day" in fields:
+        metadata["all_day"] = "true" if fields["all_day"] else ""
+    if is_all_day(metadata) and ({"start", "end", "all_day"} & set(fields)):
+        _whole_days(metadata, fields, base)
     if "attendees" in fields:
         metadata["attendees"] = ", ".join(a.strip() for a in fields["attendees"] if a.strip())
     content = fields.get("description", ws.get(path).content if ws.get(path) else "")
@@ -107,7 +137,7 @@ def _save_event(ws: Workspace, path: str, fields: dict, base: dict) -> dict:
 @tool(
     "create_event",
     "Create a calendar event (kept in your workspace).",
-    {key: FIELDS[key] for key in ("subject", "start", "end", "attendees", "location", "description")},
+    {key: FIELDS[key] for key in ("subject", "start", "end", "attendees", "location", "description", "all_day")},
     required=("subject", "start", "end"),
     writes=True,
 )
@@ -129,7 +159,7 @@ def update_event(ws: Workspace, id: str, **fields) -> str:
     require_writable(ws)
     event = get_event(ws, id)
     if not fields:
-        raise ToolError("Nothing to change: give at least one of subject, start, end, attendees, location, description.")
+        raise ToolError("Nothing to change: give at least one of subject, start, end, attendees, location, description, all_day.")
     try:
         return to_json({"updated": _save_event(ws, event.id, fields, ws.get(event.id).metadata)})
     except ToolError as exc:

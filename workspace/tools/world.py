@@ -107,6 +107,7 @@ class Event:
     attendees: list[str]
     description: str
     change: str
+    all_day: bool = False  # start and end are midnights: the first day and the day after the last
 
 
 def _roots(parents: dict[str, str]) -> dict[str, str]:
@@ -324,7 +325,7 @@ class Workspace:
                 Event(id=i.path, subject=_text(i.metadata, "subject"), start=parse_date(i.metadata.get("start")),
                       end=parse_date(i.metadata.get("end")), start_text=_text(i.metadata, "start"), end_text=_text(i.metadata, "end"),
                       location=_text(i.metadata, "location"), attendees=_list(i.metadata.get("attendees")),
-                      description=i.content, change=i.change)
+                      description=i.content, change=i.change, all_day=_text(i.metadata, "all_day").lower() == "true")
                 for i in self._state[0].values() if i.kind == DocumentKind.EVENT
             ]
             self._views["events"] = sorted(events, key=lambda e: (e.start or FAR_FUTURE, e.id))

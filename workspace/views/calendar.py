@@ -7,8 +7,9 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from workspace.forms import EventForm, offset_of
 from workspace.tools import Event
-from workspace.views.common import anchor, people, render_screen, scope_get, zone
+from workspace.views.common import Scope, anchor, people, render_screen, scope_get, zone
 
 TEMPLATE = "workspace/replica_calendar.html"
 VIEWS = ("agenda", "week")
@@ -27,6 +28,11 @@ def _days(event: Event) -> list[dt.date]:
 
 def _card(event: Event) -> dict:
     times = ""
+    if event.start and event.all_day:
+        last = _days(event)[-1]
+        times = "All day" + (f" – {last:%a %d %b}" if last != event.start.date() else "")
+        return {"event": event, "times": times, "zone": "", "anchor": anchor(event.id),
+                "attendee_names": people(", ".join(event.attendees)), "multi_day": last != event.start.date()}
     if event.start:
         end = event.end.astimezone(event.start.tzinfo) if event.end else None
         same_day = end is not None and end.date() == event.start.date()
@@ -48,14 +54,29 @@ def _default_week(events: list[Event]) -> dt.date:
     return _monday(first)
 
 
+def _usual_zone(events: list[Event]) -> str:
+    """The offset most of the world's events are written with: a new event's default."""
+    counts: dict[str, int] = {}
+    for event in events:
+        if event.start is not None and not event.all_day:
+            counts[offset_of(event.start)] = counts.get(offset_of(event.start), 0) + 1
+    return max(counts, key=lambda z: (counts[z], z == "+00:00")) if counts else "+00:00"
+
+
 @require_GET
 def calendar(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
-    s = scope_get(request, scope, pk)
+    return calendar_screen(request, scope_get(request, scope, pk), request.GET)
+
+
+def calendar_screen(request: HttpRequest, s: Scope, params, *, status: int = 200, event_form=None, editing: str = "",
+                    error: str = "") -> HttpResponse:
+    """The agenda or a week as `params` asks for it; in a sandbox, with the form to add an
+    event (params "new") or edit one (params "edit": its id) above it."""
     events = s.workspace.events()
-    view = request.GET.get("view") if request.GET.get("view") in VIEWS else "agenda"
+    view = params.get("view") if params.get("view") in VIEWS else "agenda"
     cards = [_card(e) for e in events]
     try:
-        week = _monday(dt.date.fromisoformat(request.GET.get("week", "")))
+        week = _monday(dt.date.fromisoformat(params.get("week", "")))
     except ValueError:
         week = _default_week(events)
     days = [week + dt.timedelta(days=n) for n in range(7)]
@@ -66,10 +87,22 @@ def calendar(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
         if not agenda or agenda[-1]["day"] != day:
             agenda.append({"day": day, "cards": []})
         agenda[-1]["cards"].append(card)
+    writable = s.is_sandbox and s.can_author
+    editing = editing or params.get("edit", "")
+    edited = s.workspace.event(editing) if writable and editing else None
+    if editing and edited is None:
+        event_form = None  # gone (deleted meanwhile): never offer its fields as a new event
+    if writable and event_form is None:
+        if edited is not None:
+            event_form = EventForm(initial=EventForm.initial_for(edited))
+        elif params.get("new"):
+            event_form = EventForm(initial={"zone": _usual_zone(events), "start_date": week})
     context = {
         "scope": s, "app": "calendar", "view": view, "event_total": len(events), "agenda": agenda, "columns": columns,
         "week": week, "week_end": days[-1], "previous_week": week - dt.timedelta(days=7), "next_week": week + dt.timedelta(days=7),
         "week_count": sum(len(c["cards"]) for c in columns), "today": timezone.localdate(),
         "zones": sorted({c["zone"] for c in cards if c["zone"]}),
+        "writable": writable, "event_form": event_form if writable else None, "edited": edited, "error": error,
+        "missing_event": editing if writable and editing and edited is None else "",
     }
-    return render_screen(request, TEMPLATE, context, partials=("replica-calendar",))
+    return render_screen(request, TEMPLATE, context, partials=("replica-calendar",), status=status)

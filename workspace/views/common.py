@@ -23,6 +23,9 @@ from workspace.tools import Workspace
 WORLDS, OVERLAYS = "worlds", "overlays"
 APP_KINDS = {"drive": DocumentKind.FILE, "mail": DocumentKind.EMAIL, "chat": DocumentKind.CHAT, "calendar": DocumentKind.EVENT}
 CHANGE_LABELS = {"added": "Added", "modified": "Modified", "deleted": "Deleted"}
+HEADER_ID = "replica-head"
+HEADER_TEMPLATE = "workspace/_replica_header.html#replica-head"
+SANDBOX_CHANGED = "sandbox-changed"
 
 
 class ScopeConverter:
@@ -129,11 +132,28 @@ def scope_get(request: HttpRequest, scope: str, pk: int) -> Scope:
 
 def render_screen(request: HttpRequest, template: str, context: dict, *, partials: tuple[str, ...], status: int = 200) -> HttpResponse:
     """The full page, or the named partial whose DOM id an htmx request targets (a history
-    restore, which has lost the page around it, gets the full page)."""
+    restore, which has lost the page around it, gets the full page). Every screen also
+    answers for its header (HEADER_ID), which a sandbox's page reloads after a write."""
     htmx = request.htmx
+    if htmx and not htmx.history_restore_request and htmx.target == HEADER_ID:
+        return render(request, HEADER_TEMPLATE, context, status=status)
     if htmx and not htmx.history_restore_request and htmx.target in partials:
         template = f"{template}#{htmx.target}"
     return render(request, template, context, status=status)
+
+
+def fresh(scope: Scope) -> Scope:
+    """The same scope read again: after a write its loaded workspace is out of date."""
+    return Scope(scope.kind, scope.pk, scope.world, scope.overlay, scope.user)
+
+
+def written(response: HttpResponse, *, url: str = "") -> HttpResponse:
+    """An htmx answer to a sandbox write: the address of what it shows, and the event the
+    page's header listens for to show the new change count (one fragment per response)."""
+    if url:
+        response["HX-Push-Url"] = url
+    response["HX-Trigger"] = SANDBOX_CHANGED
+    return response
 
 
 def people(addresses: str) -> str:

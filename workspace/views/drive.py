@@ -11,8 +11,10 @@ from authoring.selectors import document_list_for_user
 from core.exceptions import ApplicationError
 from core.files import attachment_response
 from core.views import UNPROCESSABLE
+from workspace.forms import FileEditForm, FileUploadForm
 from workspace.tools import Item, Workspace
-from workspace.views.common import OVERLAYS, anchor, render_screen, scope_get
+from workspace.tools.files import FORMAT_HELP, WRITABLE_FORMATS
+from workspace.views.common import OVERLAYS, Scope, anchor, render_screen, scope_get
 
 TEMPLATE = "workspace/replica_drive.html"
 ERROR_TEMPLATE = "workspace/replica_download_error.html"
@@ -59,23 +61,29 @@ def _tree(ws: Workspace, deleted: list[Item], folder: str) -> tuple[list[dict], 
 
 @require_GET
 def drive(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
-    s = scope_get(request, scope, pk)
+    return drive_screen(request, scope_get(request, scope, pk), request.GET)
+
+
+def drive_screen(request: HttpRequest, s: Scope, params, *, status: int = 200, upload_form=None, edit_form=None, error: str = "",
+                 notice: str = "") -> HttpResponse:
+    """The folder tree, a folder and a file as `params` asks for them; in a sandbox, with the
+    upload form, and the editor of a text file when params has "edit"."""
     ws = s.workspace
-    path = request.GET.get("path", "")
-    folder = request.GET.get("folder", "").strip("/")
+    path = params.get("path", "")
+    folder = params.get("folder", "").strip("/")
     deleted = [ws.world_item(p) for p in ws.deleted_paths if ws.world_item(p).kind == DocumentKind.FILE]
     selected = ws.get(path, DocumentKind.FILE) if path else None
     selected_change = selected.change if selected else ""
     if selected is None and path:
         selected = next((d for d in deleted if d.path == path), None)
         selected_change = "deleted" if selected else ""
-    if selected is not None and "folder" not in request.GET:
+    if selected is not None and "folder" not in params:
         folder = selected.folder
     tree, folders = _tree(ws, deleted, folder)
     missing_folder = folder if folder and folder not in folders else ""
     if missing_folder:
         folder = ""
-    show_original = bool(request.GET.get("original")) and selected_change == "modified"
+    show_original = bool(params.get("original")) and selected_change == "modified"
     shown = ws.world_item(selected.path) if show_original else selected
     download_pk = None
     if selected is not None and not selected_change:  # the world's own file: its existing download route
@@ -86,16 +94,27 @@ def drive(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
     files = [_entry(i, i.change) for i in ws.files(folder, recursive=False)]
     files += [_entry(d, "deleted") for d in deleted if d.folder == folder]
     files.sort(key=lambda f: f["name"].lower())
+    writable = s.is_sandbox and s.can_author
+    editable = writable and selected is not None and selected_change != "deleted" and selected.format in WRITABLE_FORMATS
+    editing = editable and (edit_form is not None or bool(params.get("edit")))
+    if editing:
+        edit_form = edit_form or FileEditForm(initial={"content": selected.content})
+        edit_form.fields["content"].help_text = FORMAT_HELP.get(selected.format, "")  # the conventions of this file's format
+    else:
+        edit_form = None
     context = {
         "scope": s, "app": "drive", "folder": folder,
         "breadcrumbs": [{"path": p, "name": p.rpartition("/")[2]} for p in _parents(f"{folder}/x")] if folder else [],
         "subfolders": [t for t in tree if t["path"].startswith(prefix) and t["depth"] == prefix.count("/") + 1],
         "tree": tree, "files": files, "file_total": len(ws.files()), "missing_folder": missing_folder,
         "path": path, "selected": selected and _entry(selected, selected_change), "show_original": show_original,
-        "preview": preview_html(shown.kind, shown.format, shown.content, shown.metadata) if shown else "",
+        "preview": preview_html(shown.kind, shown.format, shown.content, shown.metadata) if shown and not editing else "",
         "download_pk": download_pk,
+        "writable": writable, "editable": editable, "error": error, "notice": notice,
+        "upload_form": (upload_form or FileUploadForm(initial={"folder": folder})) if writable else None,
+        "edit_form": edit_form,
     }
-    return render_screen(request, TEMPLATE, context, partials=("replica-drive", "replica-files", "replica-viewer"))
+    return render_screen(request, TEMPLATE, context, partials=("replica-drive", "replica-files", "replica-viewer"), status=status)
 
 
 @require_GET
