@@ -44,7 +44,7 @@ def grid_context(content: str, saved_content: str) -> dict:
             for c, text in enumerate(row, 1):
                 ref = _ref(r, c)
                 cells.append({
-                    "ref": ref, "row": r, "col": c, "raw": text, "shown": shown["values"][r - 1][c - 1],
+                    "ref": ref, "raw": text, "shown": shown["values"][r - 1][c - 1],
                     "number": shown["numbers"][r - 1][c - 1], "error": failed.get((n, ref), ""),
                 })
             rows.append({"number": r, "cells": cells})

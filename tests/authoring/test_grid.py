@@ -151,16 +151,17 @@ def test_author_sees_the_grid_with_computed_values(client, team, sheet_doc):
     client.force_login(team.author)
     page = client.get(reverse("document-editor", args=[sheet_doc.pk])).content.decode()
     assert 'data-grid data-evaluate-url="/documents/' in page
-    assert 'aria-label="Price cell B4" data-row="4" data-col="2" data-raw="=SUM(B2:B3)" data-shown="12,000,000"' in page
+    # Each cell's text and computed value, in a table the grid component (Tabulator) replaces.
+    assert '<td data-ref="B4" data-raw="=SUM(B2:B3)" class="grid-number">12,000,000</td>' in page
     assert 'role="tab"' in page and ">Terms</button>" in page
     assert "Text form" in page and 'name="content"' in page
-    assert "Save document" in page and "js/grid.js" in page
+    assert "Save document" in page and "js/grid.js" in page and "vendor/tabulator/tabulator-6.5.3.min.js" in page
 
 
 def test_reviewer_sees_a_read_only_grid(client, team, sheet_doc):
     client.force_login(team.reviewer)
     page = client.get(reverse("document-editor", args=[sheet_doc.pk])).content.decode()
-    assert "data-readonly" in page and 'data-shown="12,000,000"' in page and " readonly>" in page
+    assert "data-readonly" in page and 'class="grid-number">12,000,000<' in page and 'spellcheck="false" readonly' in page
     assert "Save document" not in page and "Add sheet" not in page and 'name="content"' not in page
 
 
@@ -173,7 +174,7 @@ def test_load_text_into_grid(client, team, sheet_doc):
     client.force_login(team.author)
     url = reverse("document-grid-from-text", args=[sheet_doc.pk])
     fragment = client.post(url, {"content": PRICE.replace("13500000", "20000000")}, **HX).content.decode()
-    assert fragment.lstrip().startswith('<div id="grid"') and 'data-shown="18,500,000"' in fragment
+    assert fragment.lstrip().startswith('<div id="grid"') and 'class="grid-number">18,500,000<' in fragment
     assert "Save the document to keep it" in fragment and "data-unsaved" in fragment
     broken = client.post(url, {"content": "## Sheet: X\n| 1 | 2 |\n|---|---|\n| a | b |\n"}, **HX).content.decode()
     assert "The grid cannot show this spreadsheet yet" in broken and "header row" in broken
@@ -190,7 +191,7 @@ def test_saving_the_grid_content_goes_through_the_document_service(client, team,
     payload = {"path": sheet_doc.path, "kind": "file", "format": "xlsx", "brief": "", "target_size": 100,
                "revision": sheet_doc.revision, "content": content}
     fragment = client.post(url, payload, **HX).content.decode()
-    assert "Saved." in fragment and 'data-raw="=SUM(B2:B3)*2" data-shown="24,000,000"' in fragment
+    assert "Saved." in fragment and 'data-raw="=SUM(B2:B3)*2" class="grid-number">24,000,000<' in fragment
     sheet_doc.refresh_from_db()
     assert sheet_doc.content == content.strip() and sheet_doc.versions.count() == 2
     book = openpyxl.load_workbook(
