@@ -74,9 +74,11 @@ urlpatterns = [
     path(
         "batches/<str:pk>/retry-failed-grades/", verification_apis.BatchRetryFailedGradesApi.as_view(), name="api-batch-retry-failed-grades"
     ),
+    path("batches/<str:pk>/cancel-grading/", verification_apis.BatchCancelGradingApi.as_view(), name="api-batch-cancel-grading"),
     path("batches/<str:pk>/difficulty/", verification_apis.BatchDifficultyApi.as_view(), name="api-batch-difficulty"),
     path("tasks/<str:pk>/probe-runs/", verification_apis.ProbeRunListApi.as_view(), name="api-task-probe-runs"),
     path("probe-runs/<str:pk>/", verification_apis.ProbeRunDetailApi.as_view(), name="api-probe-run"),
+    path("probe-runs/<str:pk>/cancel/", verification_apis.ProbeRunCancelApi.as_view(), name="api-probe-run-cancel"),
     path("tasks/<str:pk>/rubric/settings/", verification_apis.RubricSettingsApi.as_view(), name="api-task-rubric-settings"),
     # reviews
     path("tasks/<str:pk>/submit/", reviews_apis.EnvTaskSubmitApi.as_view(), name="api-task-submit"),
@@ -103,6 +105,7 @@ urlpatterns = [
     path("packs/", packs_apis.PackListApi.as_view(), name="api-packs"),
     path("packs/import/", packs_apis.PackImportApi.as_view(), name="api-packs-import"),
     path("packs/<str:pk>/", packs_apis.PackDetailApi.as_view(), name="api-pack"),
+    path("packs/<str:pk>/cancel/", packs_apis.PackCancelApi.as_view(), name="api-pack-cancel"),
     path("packs/<str:pk>/download/", packs_apis.PackDownloadApi.as_view(), name="api-pack-download"),
     path("packs/<str:pk>/download/<slug:key>/", packs_apis.PackFormatDownloadApi.as_view(), name="api-pack-download-format"),
     path("packs/<str:pk>/versions/", packs_apis.PackVersionsApi.as_view(), name="api-pack-versions"),

@@ -113,6 +113,15 @@ class PackDetailApi(ApiView):
 
 
 @extend_schema(parameters=[ID_PARAMETER])
+class PackCancelApi(ApiView):
+    @extend_schema(summary="Cancel a pack's build (admins): a queued pack never starts, a building one stops and keeps no file",
+                   request=None, responses={200: PackSerializer, **ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        services.pack_cancel(pack=selectors.pack_get_for_user(user=request.user, pk=pk), user=request.user)
+        return Response(PackSerializer(selectors.pack_get_for_user(user=request.user, pk=pk)).data)
+
+
+@extend_schema(parameters=[ID_PARAMETER])
 class PackDownloadApi(ApiView):
     content_negotiation_class = FirstRendererNegotiation
 
@@ -145,6 +154,8 @@ class PackDiffSerializer(serializers.Serializer):
 
 @extend_schema(parameters=[ID_PARAMETER])
 class PackVersionsApi(ApiView):
+    list_filters = ()  # GET is a paginated list: it takes limit/offset (the schema said so; the view refused them)
+
     @extend_schema(summary="Every version of this pack's name, newest first", responses={200: PackSerializer(many=True), 404: ERRORS[404]})
     def get(self, request: Request, pk: int) -> Response:
         pack = selectors.pack_get_for_user(user=request.user, pk=pk)
@@ -174,8 +185,9 @@ class PackDiffApi(ApiView):
 
 def _ready_pack(request: Request, pk: int) -> Pack:
     pack = selectors.pack_get_for_user(user=request.user, pk=pk)
-    if pack.status == PackStatus.FAILED:
-        raise Conflict(f"This pack's build failed, so there is nothing to download: {pack.error}")
+    if pack.status in (PackStatus.FAILED, PackStatus.CANCELLED):
+        ended = "failed" if pack.status == PackStatus.FAILED else "was cancelled"
+        raise Conflict(f"This pack's build {ended}, so there is nothing to download: {pack.error}")
     if pack.status != PackStatus.READY or not pack.file:
         raise Conflict(f"This pack is still {pack.get_status_display().lower()}: download it once it is ready.")
     return pack

@@ -11,6 +11,7 @@ class PackStatus(models.TextChoices):
     BUILDING = "building", "Building"
     READY = "ready", "Ready"
     FAILED = "failed", "Failed"
+    CANCELLED = "cancelled", "Cancelled"
 
 
 class Pack(TimeStampedModel):
@@ -37,6 +38,7 @@ class Pack(TimeStampedModel):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["project", "version"], name="unique_pack_version_per_project")]
+        indexes = [models.Index(fields=["project", "created_at", "id"], name="packs_pack_project_list")]
 
     def __str__(self) -> str:
         return f"{self.name} v{self.version}"
@@ -47,7 +49,7 @@ class Pack(TimeStampedModel):
 
     @property
     def is_done(self) -> bool:
-        return self.status in (PackStatus.READY, PackStatus.FAILED)
+        return self.status in (PackStatus.READY, PackStatus.FAILED, PackStatus.CANCELLED)
 
 
 class PackWorldEntry(models.Model):

@@ -100,6 +100,29 @@ def pack_build_again(*, pack: Pack, user: User) -> Pack:
     return pack_create(project_id=pack.project_id, user=user, name=pack.name, submission_ids=ids, formats=pack.formats or None)
 
 
+class BuildCancelled(Exception):
+    """The pack was cancelled while this worker built it: stop writing, keep no file."""
+
+
+@transaction.atomic
+def pack_cancel(*, pack: Pack, user: User) -> Pack:
+    """Stop a build (admins). A queued pack never starts; a building one stops at its next
+    progress beat (packs.build.PROGRESS_EVERY_SECONDS) and keeps no file: a part of a pack
+    is not a pack. Build again makes a new version."""
+    require_role(membership_get(user=user, project_id=pack.project_id), "export")
+    now = timezone.now()
+    stopped = Pack.objects.filter(pk=pack.pk, status=PackStatus.QUEUED).update(
+        status=PackStatus.CANCELLED, finished_at=now, error="Cancelled before the build started."
+    ) or Pack.objects.filter(pk=pack.pk, status=PackStatus.BUILDING).update(
+        status=PackStatus.CANCELLED, finished_at=now, error="Cancelled while building."  # the worker says how far it got
+    )
+    if not stopped:
+        pack.refresh_from_db(fields=["status"])
+        raise ApplicationError(f"This pack is {pack.get_status_display().lower()} already: there is no build to cancel.")
+    pack.refresh_from_db()
+    return pack
+
+
 def packs_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> int:
     """Send again the builds whose broker message may be lost (see draft_jobs_recover)."""
     now = timezone.now()
@@ -129,6 +152,10 @@ def pack_build(*, pack_id: int) -> None:
     try:
         with kept_alive(Pack, pack_id, states=BUILD_STATES):
             _write_pack_file(pack)
+    except BuildCancelled as cancelled:
+        PackTaskEntry.objects.filter(pack_id=pack_id).delete()
+        PackWorldEntry.objects.filter(pack_id=pack_id).delete()
+        Pack.objects.filter(pk=pack_id, status=PackStatus.CANCELLED).update(error=str(cancelled))
     except Exception as exc:  # any failure becomes a readable state, never a stuck pack, and no file is offered
         if isinstance(exc, ApplicationError):
             logger.info("pack %s failed: %s", pack_id, exc.message)
@@ -210,8 +237,14 @@ def world_snapshot(submission_id: int) -> dict:
 
 
 def _write_pack_file(pack: Pack) -> None:
+    total = pack.submissions.count()
+
     def on_progress(percent: int) -> None:
-        Pack.objects.filter(pk=pack.pk, status=PackStatus.BUILDING).update(progress=min(percent, 99))
+        # The cancel check costs nothing more: a pack no longer building updates no row.
+        if not Pack.objects.filter(pk=pack.pk, status=PackStatus.BUILDING).update(progress=min(percent, 99)):
+            done = written[0] + len(entries)
+            raise BuildCancelled(f"Cancelled while building, after {done} of {total} task version{'s' if total != 1 else ''} "
+                                 "were written; no file was kept.")
 
     entries: list[PackTaskEntry] = []
 
@@ -248,7 +281,7 @@ def _write_pack_file(pack: Pack) -> None:
     PackWorldEntry.objects.filter(pack=pack).delete()
     with tempfile.TemporaryFile() as out:
         manifest = build_pack_zip(
-            out, pack_info=pack_info, rows=_rows(pack), total=pack.submissions.count(), domain=pack.project.name, world_of=world_snapshot,
+            out, pack_info=pack_info, rows=_rows(pack), total=total, domain=pack.project.name, world_of=world_snapshot,
             cache=world_zip_cache(),
             formats=pack.formats or None, on_progress=on_progress, on_task=on_task, on_world=on_world,
         )

@@ -1,3 +1,4 @@
+from django.contrib import messages
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -7,7 +8,7 @@ from accounts.selectors import membership_get, project_list_for_user
 from accounts.services import require_role
 from core.exceptions import ApplicationError
 from core.listing import ListSpec, list_page
-from core.views import render_error
+from core.views import render_error, render_with_error
 from packs import selectors, services
 from packs.downloads import format_download_response
 from packs.formats import FORMATS
@@ -118,6 +119,25 @@ def pack_progress(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "packs/pack_list.html#pack-row", {"pack": pack})
 
 
+@require_POST
+def pack_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    """Stop a pack's build; htmx gets the pack's row back (the list's, or the detail page's
+    with ?on=detail), saying Cancelled and how far the build got."""
+    pack = selectors.pack_get_for_user(user=request.user, pk=pk)
+    row = f"packs/{'pack_detail' if request.GET.get('on') == 'detail' else 'pack_list'}.html#pack-row"
+    try:
+        pack = services.pack_cancel(pack=pack, user=request.user)
+    except ApplicationError as error:
+        if not request.htmx:
+            messages.error(request, error.message)
+            return redirect("pack-detail", pk=pack.pk)
+        return render_with_error(request, row, {"pack": selectors.pack_get_for_user(user=request.user, pk=pk),
+                                                "cancel_error": error.message}, error)
+    if not request.htmx:
+        return redirect("pack-detail", pk=pack.pk)
+    return render(request, row, {"pack": selectors.pack_get_for_user(user=request.user, pk=pk)})
+
+
 def _ready(pack: Pack) -> bool:
     return pack.status == PackStatus.READY and bool(pack.file)
 
@@ -127,7 +147,11 @@ def pack_download(request: HttpRequest, pk: int) -> HttpResponse:
     pack = selectors.pack_get_for_user(user=request.user, pk=pk)
     if not _ready(pack):
         return redirect("pack-list", project_pk=pack.project_id)
-    response = FileResponse(pack.file.open("rb"), as_attachment=True, filename=pack.filename, content_type="application/zip")
+    try:
+        handle = pack.file.open("rb")
+    except FileNotFoundError:  # removed from the store behind our back
+        raise Http404("This pack's file is missing from storage; build a new version.") from None
+    response = FileResponse(handle, as_attachment=True, filename=pack.filename, content_type="application/zip")
     response["X-Content-Type-Options"] = "nosniff"
     return response
 

@@ -41,6 +41,7 @@ from rollouts.agent import rollout_execute
 from rollouts.models import ExpertVerdict, Grade, ProbeAnswer, ProbeRun, Ranking, Rollout, RolloutBatch, StepComment
 from rollouts.services import rollout_batch_start
 from tests import factories
+from verification.services import probe_run_start
 
 ALLOWED, REFUSED, HIDDEN = "allowed", "refused", "hidden"
 
@@ -118,6 +119,7 @@ ROUTES = [
     Route("pack-detail", "pack", "get", (), "admin"),
     Route("pack-build-again", "pack", "post", (), "admin"),
     Route("pack-progress", "pack", "get", (), "admin"),
+    Route("pack-cancel", "pack", "post", (), "admin"),
     Route("pack-download", "pack", "get", (), "admin"),
     # drafting, versions, files, uploads, consistency
     Route("world-suggest-skeleton", "world", "post", (("endpoint", "endpoint"),), "author"),
@@ -174,6 +176,8 @@ ROUTES = [
     )),
     Route("batch-ranking", "verifier_batch", "post", (("order", "ranked"),)),
     Route("batch-regrade", "verifier_batch", "post", (), "author"),
+    Route("batch-grading-cancel", "verifier_batch", "post", (("rubric", "1"),), "author"),
+    Route("task-probes-cancel", "probed_task", "post", (), "author"),
 ]
 # Refusals that come back as a message on a redirect rather than a 403 fragment.
 REFUSED_BY_REDIRECT = {"task-submit", "submission-release", "submission-withdraw", "world-upload", "document-version-restore",
@@ -197,7 +201,7 @@ def fingerprint() -> tuple:
         ProbeExplanation.objects.count(),
         list(ReviewPolicy.objects.values_list("pk", "approvals_required")),
         list(ChecklistItem.objects.values_list("pk", "text", "active")),
-        Pack.objects.count(),
+        list(Pack.objects.values_list("pk", "status")),
         DocumentVersion.objects.count(),
         list(DraftRun.objects.values_list("pk", "cancelled_at")),
         list(DraftJob.objects.values_list("pk", "status")),
@@ -304,8 +308,16 @@ def _quality(team, o: dict) -> None:
     o.update(verifier_batch=batch, judged_criterion=batch.rubric_version.criteria.first(), ranked=o["rollout"])
 
 
+def _probes(team, o: dict) -> None:
+    """A probe run on the task whose grades are still queued (their enqueue waits for a commit)."""
+    endpoint = ModelEndpoint.objects.create(name="Sample judge", kind="scripted")
+    probe_run_start(env_task=o["task"], user=team.author, judge_endpoint=endpoint)
+    o.update(probed_task=o["task"])
+
+
 # name → the group that builds it (each group after the ones it builds on)
-GROUPS = {"base": _base, "review": _review, "drafting": _drafting, "transfer": _transfer, "rollouts": _rollouts, "quality": _quality}
+GROUPS = {"base": _base, "review": _review, "drafting": _drafting, "transfer": _transfer, "rollouts": _rollouts, "quality": _quality,
+          "probes": _probes}
 BUILT_BY = {
     **dict.fromkeys(("project", "world", "document", "task", "task2", "criterion"), "base"),
     **dict.fromkeys(("submission", "pack", "approved", "disputed", "flagged_task", "flagged_probe", "checklist_item",
@@ -314,6 +326,7 @@ BUILT_BY = {
     "full_world": "transfer",
     **dict.fromkeys(("trial_endpoint", "batch", "rollout", "step"), "rollouts"),
     **dict.fromkeys(("verifier_batch", "judged_criterion", "ranked"), "quality"),
+    "probed_task": "probes",
 }
 
 

@@ -17,11 +17,11 @@ from authoring.selectors import env_task_get_for_user, rubric_version_get_for_us
 from core.apis import ERRORS, ID_PARAMETER, READ_ERRORS, ApiView, InvalidRequest, RevisionedSerializer, id_field, text_field, username_field
 from llm.apis import usable_endpoint
 from rollouts import selectors as rollout_selectors
-from rollouts.grading.services import batch_failed_grades_retry, batch_regrade
+from rollouts.grading.services import batch_failed_grades_retry, batch_grading_cancel, batch_regrade
 from rollouts.models import GradeStatus, ProbeRunStatus, RolloutBatch, Verdict
 from verification import selectors
 from verification.selectors import ranking_agreement
-from verification.services import MAX_CHEATS_PER_KIND, expert_verdict_set, probe_run_start, ranking_set
+from verification.services import MAX_CHEATS_PER_KIND, expert_verdict_set, probe_run_cancel, probe_run_start, ranking_set
 
 RUBRIC_PARAMETER = OpenApiParameter(
     "rubric", OpenApiTypes.INT, description="A rubric version number; by default the newest version that graded the batch."
@@ -155,6 +155,16 @@ class RetryFailedRequestSerializer(serializers.Serializer):
 class RetryFailedSerializer(serializers.Serializer):
     retried = serializers.IntegerField(help_text="Failed grades sent to the grader again.")
     pending = serializers.IntegerField(help_text="Of those, still waiting for the grader. Poll the grades until none is.")
+
+
+class CancelGradingRequestSerializer(serializers.Serializer):
+    rubric_version = id_field(required=False, help_text="A rubric version's id; by default the newest version that graded the batch.")
+
+
+class CancelGradingSerializer(serializers.Serializer):
+    rubric_version = RubricRefSerializer()
+    cancelled = serializers.IntegerField(help_text="Grades that will not be graded: they end failed (\"Cancelled before it was graded.\") "
+                                                   "and are retried like failed grades.")
 
 
 class DifficultySerializer(serializers.Serializer):
@@ -425,6 +435,23 @@ class BatchRetryFailedGradesApi(QualityApiView):
         return Response(RetryFailedSerializer({"retried": len(grades), "pending": pending}).data, status=status.HTTP_202_ACCEPTED)
 
 
+@extend_schema(parameters=[ID_PARAMETER])
+class BatchCancelGradingApi(QualityApiView):
+    @extend_schema(
+        summary="Cancel the grading of the batch under a rubric version",
+        description="Authors only. The grades not in yet are not graded (a running one stops before its next criterion, keeping the "
+        "verdicts it reached); the grades already in are kept.",
+        request=CancelGradingRequestSerializer, responses={200: CancelGradingSerializer, **ERRORS},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        batch = self.batch(pk)
+        data = self.valid_data(CancelGradingRequestSerializer)
+        rubric = (rubric_version_get_for_user(user=request.user, pk=data["rubric_version"]) if data.get("rubric_version")
+                  else selectors.grading_rubric(batch=batch)[0])
+        cancelled = batch_grading_cancel(batch=batch, user=request.user, rubric_version=rubric)
+        return Response(CancelGradingSerializer({"rubric_version": rubric, "cancelled": cancelled}).data)
+
+
 @extend_schema(parameters=[ID_PARAMETER, RUBRIC_PARAMETER])
 class BatchDifficultyApi(QualityApiView):
     query_filters = ("rubric",)
@@ -469,6 +496,19 @@ class ProbeRunDetailApi(QualityApiView):
         responses={200: ProbeRunSerializer, **READ_ERRORS},
     )
     def get(self, request: Request, pk: int) -> Response:
+        return Response(_probe_run_data(selectors.probe_run_get_for_user(user=request.user, pk=pk)))
+
+
+@extend_schema(parameters=[ID_PARAMETER])
+class ProbeRunCancelApi(QualityApiView):
+    @extend_schema(
+        summary="Cancel a probe run",
+        description="Authors only. The kinds of cheat not written yet are not written, the probes not graded yet are not graded; "
+        "the graded probes and their flags are kept.",
+        request=None, responses={200: ProbeRunSerializer, **ERRORS},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        probe_run_cancel(run=selectors.probe_run_get_for_user(user=request.user, pk=pk), user=request.user)
         return Response(_probe_run_data(selectors.probe_run_get_for_user(user=request.user, pk=pk)))
 
 

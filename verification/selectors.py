@@ -19,6 +19,7 @@ from authoring.selectors import rubric_version_current
 from rollouts import selectors as rollout_selectors
 from rollouts.grading.attempt import Attempt, attempt_of_rollout
 from rollouts.grading.judge import SEES, judge_messages
+from rollouts.grading.services import GRADE_CANCELLED
 from rollouts.models import (
     Grade,
     GradeStatus,
@@ -239,17 +240,28 @@ def grade_rows(*, batch: RolloutBatch, rubric: RubricVersion, user: User) -> lis
             for number, c in enumerate(criteria, start=1)
         ] if grade else []
         rows.append({"rollout": rollout, "number": rollout.index + 1, "grade": grade, "cells": cells,
-                     "pending": grade is not None and grade.status in PENDING})
+                     "pending": grade is not None and grade.status in PENDING, "cancelled": _cancelled(grade)})
     return rows
 
 
+def _cancelled(grade: Grade | None) -> bool:
+    return grade is not None and grade.status == GradeStatus.FAILED and grade.error == GRADE_CANCELLED
+
+
 def grade_summary(grades: list[Grade | None], *, rollouts: int) -> dict:
+    """`failed` counts the cancelled grades too (neither is counted in pass@k, both are
+    retried by Retry failed grades); `cancelled` says how many of them were cancelled."""
     graded = [g for g in grades if g is not None and g.status == GradeStatus.GRADED]
+    failed = sum(1 for g in grades if g is not None and g.status == GradeStatus.FAILED)
+    cancelled = sum(1 for g in grades if _cancelled(g))
     return {
         "rollouts": rollouts,
         "graded": len(graded),
         "pending": sum(1 for g in grades if g is not None and g.status in PENDING),
-        "failed": sum(1 for g in grades if g is not None and g.status == GradeStatus.FAILED),
+        "failed": failed,
+        "cancelled": cancelled,
+        "failed_not_cancelled": failed - cancelled,
+        "done": len(graded) + failed,
         "passed": sum(1 for g in graded if g.passed),
         "mean": mean(g.score for g in graded) if graded else None,
     }
@@ -402,7 +414,8 @@ def probe_summary(rows: list[dict]) -> dict:
     failed = [r["grade"] for r in rows if r["grade"] is not None and r["grade"].status == GradeStatus.FAILED]
     reasons = Counter(g.error for g in failed if g.error).most_common(1)
     return {"total": len(rows), "graded": sum(1 for r in rows if r["grade"] is not None and r["grade"].status == GradeStatus.GRADED),
-            "flagged": sum(1 for r in rows if r["flagged"]), "failed": len(failed), "reason": reasons[0][0] if reasons else ""}
+            "flagged": sum(1 for r in rows if r["flagged"]), "failed": len(failed), "reason": reasons[0][0] if reasons else "",
+            "cancelled": sum(1 for g in failed if _cancelled(g))}
 
 
 def probe_cheats_pending(run: ProbeRun) -> bool:

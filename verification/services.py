@@ -22,8 +22,19 @@ from core.jobs import JobStates, claim_job, kept_alive, stale
 from llm.client import chat
 from llm.errors import ModelError
 from llm.models import CallPurpose, ModelEndpoint
-from rollouts.grading.services import grade_request
-from rollouts.models import ExpertVerdict, ProbeAnswer, ProbeRun, ProbeRunStatus, Ranking, Rollout, RolloutBatch, RolloutStatus, Verdict
+from rollouts.grading.services import grade_request, grades_cancel
+from rollouts.models import (
+    ExpertVerdict,
+    Grade,
+    ProbeAnswer,
+    ProbeRun,
+    ProbeRunStatus,
+    Ranking,
+    Rollout,
+    RolloutBatch,
+    RolloutStatus,
+    Verdict,
+)
 from verification import tasks  # (the task has the name of the service it runs: probe_run_write_cheats)
 from verification.expert_labels import expert_calls
 from verification.probes import CHEAT_KINDS, MODEL_CHEAT, build_probes
@@ -196,6 +207,8 @@ def probe_run_write_cheats(*, probe_run_id: int) -> None:
         for kind in CHEAT_KINDS:
             if kind in _cheats_written(run):
                 continue  # saved by an earlier delivery of this job
+            if not ProbeRun.objects.filter(pk=run.pk, status=ProbeRunStatus.WRITING).exists():
+                return  # cancelled (probe_run_cancel): no more model calls
             try:
                 answers = _ask_for_cheats(run, criteria, run.cheat_endpoint, kind)
             except ModelError as error:
@@ -221,6 +234,33 @@ def probe_run_write_cheats(*, probe_run_id: int) -> None:
         ProbeRun.objects.filter(pk=run.pk, status=ProbeRunStatus.WRITING).update(
             status=ProbeRunStatus.READY, error=error, finished_at=timezone.now()
         )
+
+
+def probe_run_cancel(*, run: ProbeRun, user: User) -> int:
+    """Stop a probe run: the kinds of cheat not written yet are not written (a kind being
+    written is dropped when the model answers), the probes not graded yet are not graded
+    (rollouts.grading.services.grades_cancel); the graded probes and their flags are kept.
+    Returns how many grades were cancelled."""
+    require_role(membership_get(user=user, project_id=run.env_task.project_id), "author")
+    with transaction.atomic():
+        # Under the run's row lock, as a kind's cheats are saved: the count said is the count kept.
+        locked = ProbeRun.objects.select_for_update().get(pk=run.pk)
+        stopped_writing = 0
+        if locked.status in (ProbeRunStatus.QUEUED, ProbeRunStatus.WRITING):
+            written = len(_cheats_written(locked) - {None})
+            if written:
+                stopped_writing = ProbeRun.objects.filter(pk=run.pk).update(
+                    status=ProbeRunStatus.READY, finished_at=timezone.now(),
+                    error=f"Cancelled: {written} of {len(CHEAT_KINDS)} kinds of cheat were written; the others were not.",
+                )
+            else:
+                stopped_writing = ProbeRun.objects.filter(pk=run.pk).update(
+                    status=ProbeRunStatus.FAILED, finished_at=timezone.now(), error="Cancelled before any cheat was written."
+                )
+        cancelled = grades_cancel(grades=Grade.objects.filter(probe__run=run))
+    if not (stopped_writing or cancelled):
+        raise ApplicationError("This probe run has finished: there is nothing to cancel.")
+    return cancelled
 
 
 def probe_runs_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> int:

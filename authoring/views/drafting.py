@@ -3,7 +3,7 @@
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import TooManyFilesSent
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
@@ -110,12 +110,29 @@ def draft_run_progress(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 def draft_run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    """The world editor's Cancel (its drafting panel comes back), or with ?document=<pk> the
+    document editor's (that document's drafting section comes back)."""
     run = selectors.draft_run_get_for_user(user=request.user, pk=pk)
+    document_pk = request.GET.get("document", "")
+    document = selectors.document_get_for_user(user=request.user, pk=int(document_pk)) if document_pk.isdigit() else None
     try:
         drafting.draft_run_cancel(run=run, user=request.user)
     except ApplicationError as error:
+        if document is not None:
+            return _document_drafting(request, document, run, error)
         return _panel(request, run.world, "draft-progress", error)
+    if document is not None:
+        return _document_drafting(request, document, run)
     return _panel(request, run.world, "draft-progress", trigger="data-room-changed")
+
+
+def _document_drafting(request: HttpRequest, document, run, error: ApplicationError | None = None) -> HttpResponse:
+    if not request.htmx:
+        return redirect("document-editor", pk=document.pk)
+    context = {"document": document, "run": run, "progress": drafting.draft_run_progress(run=run),
+               "job": run.jobs.filter(document=document).first(), "endpoints": endpoint_picker(project_id=document.world.project_id),
+               "drafting_error": error.message if error else None}
+    return render_with_error(request, f"{DOCUMENT}#document-drafting", context, error)
 
 
 @require_POST
@@ -212,8 +229,11 @@ def document_source_download(request: HttpRequest, pk: int) -> HttpResponse:
     document = selectors.document_get_for_user(user=request.user, pk=pk)
     if not document.source_file:
         return redirect("document-editor", pk=document.pk)
-    with document.source_file.open("rb") as handle:
-        data = handle.read()
+    try:
+        with document.source_file.open("rb") as handle:
+            data = handle.read()
+    except FileNotFoundError:  # removed from the store behind our back: say so, as the API does
+        raise Http404("This document's original file is missing from storage.") from None
     return attachment_response(data, filename=document.source_name or document.name, content_type="application/octet-stream")
 
 

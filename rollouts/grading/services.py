@@ -87,6 +87,8 @@ def _grade(grade_id: int) -> None:
         done = set(grade.verdicts.values_list("criterion_id", flat=True))
         for criterion in rubric.criteria.all():
             if criterion.pk not in done:
+                if not Grade.objects.filter(pk=grade_id, status=GradeStatus.RUNNING).exists():
+                    return  # cancelled (grades_cancel): no more judge calls; the verdicts reached are kept
                 _verdict(grade, criterion, attempt, project_id, rubric.judge_samples)
     except Exception as error:
         logger.exception("grade %s failed", grade_id)
@@ -140,6 +142,31 @@ def _verdict(grade: Grade, criterion, attempt: Attempt, project_id: int, samples
         fields = {"met": None, "error": error.message[:2000]}
     with contextlib.suppress(IntegrityError), transaction.atomic():  # another run of this grade saved it first
         Verdict.objects.create(grade=grade, criterion=criterion, **fields)
+
+
+# A cancelled grade ends failed with this reason (GradeStatus has no cancelled state yet): it is
+# counted as neither met nor an attempt, and "Retry failed grades" resumes it.
+GRADE_CANCELLED = "Cancelled before it was graded."
+
+
+def grades_cancel(*, grades) -> int:
+    """Stop the grades of `grades` (a queryset) not graded yet: a queued one never starts, a
+    running one stops before its next criterion (its worker checks; the verdicts it reached
+    are kept). For the services that check who may cancel."""
+    return grades.filter(status__in=(GradeStatus.QUEUED, GradeStatus.RUNNING)).update(
+        status=GradeStatus.FAILED, error=GRADE_CANCELLED, score=None, passed=None, graded_at=timezone.now()
+    )
+
+
+def batch_grading_cancel(*, batch: RolloutBatch, user: User, rubric_version: RubricVersion) -> int:
+    """Cancel the grading of the batch's rollouts under `rubric_version` (a regrade, say)."""
+    require_role(membership_get(user=user, project_id=batch.project_id), "author")
+    if rubric_version.env_task_id != batch.env_task_id:
+        raise ApplicationError("That rubric belongs to another task.")
+    cancelled = grades_cancel(grades=Grade.objects.filter(rollout__batch=batch, rubric_version=rubric_version))
+    if not cancelled:
+        raise ApplicationError("Every grade of this rubric version is in already: there is nothing to cancel.")
+    return cancelled
 
 
 def rollout_graded(*, rollout: Rollout, has_criteria: bool | None = None) -> Grade | None:

@@ -13,7 +13,7 @@ from authoring.selectors import rubric_version_current
 from core.exceptions import ApplicationError
 from core.views import render_error, render_with_error
 from rollouts import selectors as rollout_selectors
-from rollouts.grading.services import batch_failed_grades_retry, batch_regrade
+from rollouts.grading.services import batch_failed_grades_retry, batch_grading_cancel, batch_regrade
 from rollouts.models import ExpertVerdict, GradeStatus, RolloutBatch, Verdict
 from verification import selectors
 from verification.expert_labels import expert_ceiling
@@ -226,5 +226,25 @@ def batch_retry_failed_view(request: HttpRequest, pk: int) -> HttpResponse:
             )
         else:
             messages.info(request, "No failed grade to retry.")
+        return redirect(_page_url(batch, rubric_number, "q-grading"))
+    return with_trigger(render(request, PAGE + "#q-grading", _grading_context(request, batch, rubric_number)), "grades-changed")
+
+
+@require_POST
+def batch_grading_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Cancel the grading of the rubric version the page shows (`rubric` in the form): the
+    grades not in yet are not graded; the grading part then says how many were."""
+    batch = _batch(request, pk)
+    rubric_number = QualityQueryForm(request.POST).value("rubric")
+    rubric, _ = selectors.grading_rubric(batch=batch, number=rubric_number)
+    try:
+        cancelled = batch_grading_cancel(batch=batch, user=request.user, rubric_version=rubric)
+    except ApplicationError as error:
+        if not request.htmx:
+            messages.error(request, error.message)
+            return redirect(_page_url(batch, rubric_number, "q-grading"))
+        return render_error(request, PAGE + "#q-grading", _grading_context(request, batch, rubric_number), error)
+    if not request.htmx:
+        messages.success(request, f"Grading cancelled: {cancelled} grade{'' if cancelled == 1 else 's'} not graded.")
         return redirect(_page_url(batch, rubric_number, "q-grading"))
     return with_trigger(render(request, PAGE + "#q-grading", _grading_context(request, batch, rubric_number)), "grades-changed")

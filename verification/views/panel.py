@@ -20,7 +20,7 @@ from core.views import render_error
 from llm.selectors import endpoint_default, endpoint_list_usable
 from verification import selectors
 from verification.forms import ProbeRunForm, QualityQueryForm, RubricSettingsForm
-from verification.services import probe_run_start
+from verification.services import probe_run_cancel, probe_run_start
 from verification.views import plots
 from verification.views.common import form_error, with_trigger
 
@@ -219,6 +219,25 @@ def task_probes(request: HttpRequest, task_pk: int) -> HttpResponse:
                 error,
             )
         return render_error(request, PANEL + "#q-probes", {**_probes_context(request, env_task, form), "error_in": "probes"}, error)
+    if not request.htmx:
+        return redirect(reverse("task-editor", args=[env_task.pk]) + "#q-probes")
+    return render(request, PANEL + "#q-probes", _probes_context(request, env_task))
+
+
+@require_POST
+def task_probes_cancel(request: HttpRequest, task_pk: int) -> HttpResponse:
+    """Cancel the task's latest probe run (the one the page shows): the probes already graded
+    are kept, the others are not graded; the probes part then says Cancelled and how many."""
+    env_task = env_task_get_for_user(user=request.user, pk=task_pk)
+    run = selectors.probe_run_latest(env_task=env_task)
+    try:
+        if run is None:
+            raise ApplicationError("This task has no probe run to cancel.")
+        probe_run_cancel(run=run, user=request.user)
+    except ApplicationError as error:
+        if not request.htmx:
+            return render_error(request, PANEL, {**_panel_context(request, env_task), "error_in": "probes"}, error)
+        return render_error(request, PANEL + "#q-probes", {**_probes_context(request, env_task), "error_in": "probes"}, error)
     if not request.htmx:
         return redirect(reverse("task-editor", args=[env_task.pk]) + "#q-probes")
     return render(request, PANEL + "#q-probes", _probes_context(request, env_task))
