@@ -2,7 +2,6 @@
 
 from django.conf import settings
 from django.contrib.auth import authenticate
-from django.core.cache import cache
 from django.db.models import OuterRef, Subquery
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import exceptions, parsers, serializers
@@ -12,11 +11,9 @@ from rest_framework.response import Response
 
 from accounts.models import Membership, Project
 from accounts.selectors import membership_get, project_list_for_user
-from accounts.services import api_token_issue
+from accounts.services import LOGIN_REFUSED_MESSAGE, api_token_issue, login_allowed, login_failure_record
 from core.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer, InvalidRequest, JSONParser
-
-RATE_LIMIT_MESSAGE = "Too many failed sign-in attempts. Wait 15 minutes and try again."
-
+from core.throttles import client_address
 
 # --- Token -----------------------------------------------------------------------------
 
@@ -27,13 +24,6 @@ class TokenRequestSerializer(serializers.Serializer):
 
 class TokenSerializer(serializers.Serializer):
     token = serializers.CharField()
-
-
-def _login_failures_key(request: Request, username: str) -> str:
-    # The same key as the sign-in page (accounts.views), so failures count against one
-    # limit whichever door is knocked on.
-    ip = request.META.get("REMOTE_ADDR", "?")
-    return f"login-failures:{ip}:{username.lower()[:150]}"
 
 
 class TokenObtainApi(ApiView):
@@ -55,16 +45,13 @@ class TokenObtainApi(ApiView):
     )
     def post(self, request: Request) -> Response:
         data = self.valid_data(TokenRequestSerializer)
-        limit, window = settings.LOGIN_RATE_LIMIT
-        key = _login_failures_key(request, data["username"])
-        if cache.get(key, 0) >= limit:
-            raise exceptions.Throttled(wait=window, detail=RATE_LIMIT_MESSAGE)
+        # The same limits as the sign-in page: failures at either door count against both.
+        address = client_address(request)
+        if not login_allowed(address=address, username=data["username"]):
+            raise exceptions.Throttled(wait=settings.LOGIN_RATE_LIMIT[1], detail=LOGIN_REFUSED_MESSAGE)
         user = authenticate(request, username=data["username"], password=data["password"])
         if user is None:
-            try:
-                cache.incr(key)
-            except ValueError:
-                cache.set(key, 1, window)
+            login_failure_record(address=address, username=data["username"])
             raise InvalidRequest("Unable to sign in with that username and password.")
         return Response({"token": api_token_issue(user=user)}, headers={"Cache-Control": "no-store"})
 

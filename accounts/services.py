@@ -1,3 +1,7 @@
+import hashlib
+
+from django.conf import settings
+from django.core.cache import cache
 from django.db import transaction
 from django.utils.text import slugify
 
@@ -41,3 +45,37 @@ def membership_set(*, project: Project, user: User, role: str) -> Membership:
         raise ApplicationError(f"Unknown role {role!r}; choose one of {', '.join(Role.values)}.")
     membership, _ = Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
     return membership
+
+
+# --- Sign-in limits ---------------------------------------------------------------------
+# Failed sign-ins are counted in the default cache (Redis with several web processes or
+# hosts), on the sign-in page and the token API alike, so either door counts against one
+# limit: per address and user name (LOGIN_RATE_LIMIT: guessing one user's password) and per
+# address alone (LOGIN_ADDRESS_RATE_LIMIT: one password tried against many user names).
+
+LOGIN_REFUSED_MESSAGE = "Too many failed sign-in attempts. Wait 15 minutes and try again."
+
+
+def login_failure_keys(*, address: str, username: str) -> tuple[str, str]:
+    """The cache keys of the two counts. The user name is hashed: whatever was typed
+    (spaces, control characters, any length) makes a key every cache backend takes."""
+    name = hashlib.sha256(username.lower().encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return f"login-failures:{address}:{name}", f"login-failures:{address}"
+
+
+def login_allowed(*, address: str, username: str) -> bool:
+    """False once either limit is reached: then even the right password is refused, so
+    guessing on gains nothing."""
+    per_name, per_address = login_failure_keys(address=address, username=username)
+    counts = cache.get_many([per_name, per_address])
+    return counts.get(per_name, 0) < settings.LOGIN_RATE_LIMIT[0] and counts.get(per_address, 0) < settings.LOGIN_ADDRESS_RATE_LIMIT
+
+
+def login_failure_record(*, address: str, username: str) -> None:
+    window = settings.LOGIN_RATE_LIMIT[1]
+    for key in login_failure_keys(address=address, username=username):
+        cache.add(key, 0, window)  # the window starts at the first failure
+        try:
+            cache.incr(key)  # atomic on Redis: concurrent failures all count
+        except ValueError:  # expired between add and incr
+            cache.set(key, 1, window)

@@ -14,3 +14,9 @@ urlpatterns = [
     path("", include("llm.urls")),
     path("", include("workspace.urls")),
 ]
+
+# JSON errors under /api/ and /mcp/, Django's pages elsewhere (core.views).
+handler400 = "core.views.bad_request"
+handler403 = "core.views.permission_denied"
+handler404 = "core.views.page_not_found"
+handler500 = "core.views.server_error"

@@ -1,7 +1,8 @@
 """Small helpers shared by the HTML views of every app."""
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.views import defaults
 
 from core.exceptions import ApplicationError, PermissionRefused, StaleEditError
 
@@ -48,3 +49,40 @@ def htmx_or_redirect(request: HttpRequest, template: str, context: dict, to: str
     if request.htmx:
         return render(request, template, context)
     return redirect(to, *args, **kwargs)
+
+
+# --- Error pages: JSON under /api/ -------------------------------------------------------
+# config.urls names these as Django's handler400/403/404/500. Under /api/ (and /mcp/) every
+# error is a JSON body like the API's own ({"detail": ...}), also when Django answers before
+# any API view runs: a URL no route matches, a malformed path segment, a refused Host.
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path_info.startswith(("/api/", "/mcp/"))
+
+
+def _json_error(status: int, detail: str) -> HttpResponse:
+    return JsonResponse({"detail": detail}, status=status)
+
+
+def bad_request(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return _json_error(400, "Bad request.")
+    return defaults.bad_request(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return _json_error(403, "You do not have permission to perform this action.")
+    return defaults.permission_denied(request, exception)
+
+
+def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    if _is_api(request):
+        return _json_error(404, "Not found.")
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if _is_api(request):
+        return _json_error(500, "Server error.")
+    return defaults.server_error(request)

@@ -51,26 +51,29 @@ class EndpointSerializer(serializers.Serializer):
 
 
 class EndpointAdminSerializer(EndpointSerializer):
-    """What a site admin sees: the configuration, never the key."""
+    """What a site admin sees: the configuration, never the key. The schema marks these
+    fields optional (required=False): everyone else gets only EndpointSerializer's."""
 
-    base_url = serializers.CharField()
-    api_key_env = serializers.CharField(help_text="The NAME of the environment variable holding the key (never the key).")
+    base_url = serializers.CharField(required=False)
+    api_key_env = serializers.CharField(required=False, help_text="The NAME of the environment variable holding the key (never the key).")
     key_allowed = serializers.BooleanField(
+        required=False,
         help_text="Whether this deployment allows that variable as a model key (names starting with TASKWRIGHT_MODEL_KEY_, or "
         "listed in the server's MODEL_KEY_VARIABLES). A call through an endpoint whose variable is not allowed fails, sending nothing."
     )
     key_set = serializers.BooleanField(
+        required=False,
         help_text="Whether that variable is set on this server (always false for a variable that is not allowed)."
     )
-    max_concurrency = serializers.IntegerField()
-    connect_timeout = serializers.FloatField()
-    read_timeout = serializers.FloatField()
-    max_retries = serializers.IntegerField()
-    stream = serializers.BooleanField()
-    price_input_per_mtok = serializers.DecimalField(max_digits=10, decimal_places=4)
-    price_output_per_mtok = serializers.DecimalField(max_digits=10, decimal_places=4)
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
+    max_concurrency = serializers.IntegerField(required=False)
+    connect_timeout = serializers.FloatField(required=False)
+    read_timeout = serializers.FloatField(required=False)
+    max_retries = serializers.IntegerField(required=False)
+    stream = serializers.BooleanField(required=False)
+    price_input_per_mtok = serializers.DecimalField(required=False, max_digits=10, decimal_places=4)
+    price_output_per_mtok = serializers.DecimalField(required=False, max_digits=10, decimal_places=4)
+    created_at = serializers.DateTimeField(required=False)
+    updated_at = serializers.DateTimeField(required=False)
 
 
 # Documented as a plain string: `kind` is also a document's field, and one enum per name

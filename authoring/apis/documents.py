@@ -90,7 +90,10 @@ class RefusedFileSerializer(serializers.Serializer):
 
 class UploadRefusedSerializer(serializers.Serializer):
     detail = serializers.CharField()
-    files = RefusedFileSerializer(many=True)
+    files = RefusedFileSerializer(
+        many=True, required=False,
+        help_text="Each file refused and why; absent when the request as a whole was (no files, too many files).",
+    )
 
 
 class KeptDocumentSerializer(serializers.Serializer):

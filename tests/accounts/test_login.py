@@ -2,13 +2,14 @@ import pytest
 from django.core.cache import cache
 from django.urls import reverse
 
+from accounts.services import login_failure_keys
 from tests.factories import PASSWORD
 
 
 @pytest.fixture(autouse=True)
 def _forget_failed_logins(team):
     # Only our keys: the cache may be a Redis shared with the broker.
-    keys = [f"login-failures:127.0.0.1:{u.username}" for u in (team.author, team.reviewer)]
+    keys = {key for u in (team.author, team.reviewer) for key in login_failure_keys(address="127.0.0.1", username=u.username)}
     cache.delete_many(keys)
     yield
     cache.delete_many(keys)

@@ -240,7 +240,7 @@ def test_schema_documents_request_and_response_bodies(db):
     assert set(patch["responses"]) >= {"200", "400", "404", "409"}
     assert {p["name"]: p["schema"]["type"] for p in patch["parameters"]}["id"] == "integer"
     assert "application/zip" in paths["/api/packs/{id}/download/"]["get"]["responses"]["200"]["content"]
-    assert set(paths["/api/review-queue/claim-next/"]["post"]["responses"]) == {"200", "204"}
+    assert set(paths["/api/review-queue/claim-next/"]["post"]["responses"]) == {"200", "204", "400", "401", "403", "429"}
     assert "token" in schema["components"]["schemas"]["Token"]["properties"]
 
 
