@@ -19,6 +19,7 @@ class World(TimeStampedModel):
 
     class Meta:
         ordering = ["title", "id"]
+        indexes = [models.Index(fields=["project", "title", "id"], name="world_project_title")]  # the worlds list
 
     def __str__(self) -> str:
         return self.title
@@ -144,11 +145,14 @@ class EnvTask(TimeStampedModel):
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
-        ordering = ["-updated_at", "id"]
-        indexes = [  # the project page's sorts and status filter (authoring/views/project.py)
-            models.Index(fields=["project", "-updated_at", "id"], name="envtask_project_updated"),
+        # Newest first, ties newest first too: one direction for every column, so that one
+        # index serves this order (scanned backwards) and its reverse (forwards).
+        ordering = ["-updated_at", "-id"]
+        indexes = [  # the API's order, the project page's sorts and status filter (authoring/views/project.py)
+            models.Index(fields=["project", "updated_at", "id"], name="envtask_project_updated"),
             models.Index(fields=["project", "title", "id"], name="envtask_project_title"),
-            models.Index(fields=["project", "status", "-updated_at"], name="envtask_project_status"),
+            models.Index(fields=["project", "status", "updated_at", "id"], name="envtask_project_status"),
+            models.Index(fields=["created_by", "updated_at", "id"], name="envtask_author_updated"),  # the dashboard's drafts
         ]
 
     def __str__(self) -> str:

@@ -12,13 +12,13 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import exceptions, parsers, serializers, status
 from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.pagination import LimitOffsetPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from core.exceptions import ApplicationError, PermissionRefused, StaleEditError
+from core.pagination import ApiPagination
 
 MAX_ID = 2**63 - 1  # PostgreSQL bigint: a larger id would be a database error, not a 404
 
@@ -98,11 +98,6 @@ class JSONParser(parsers.JSONParser):
 
 # --- Base view -------------------------------------------------------------------------
 
-class ApiPagination(LimitOffsetPagination):
-    default_limit = 50
-    max_limit = 200
-
-
 def parse_id(value: object, *, name: str = "id") -> int:
     text = str(value)
     if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_ID:
@@ -121,8 +116,9 @@ def status_parameter(choices: list[str]) -> OpenApiParameter:
 # The base of every Taskwright API view. (A comment, not a docstring: the schema would
 # show a docstring as the description of every endpoint.)
 # - Query parameters are allow-listed: every request accepts `format`; GET on a list
-#   view also accepts `limit`, `offset` and the view's `list_filters`. Anything else is
-#   a 400, never silently ignored (a typo in a filter must not return everything).
+#   view also accepts `limit`, `offset`, `cursor` (unless `list_cursor` is False: the list
+#   pages by offset only, see core/pagination.py) and the view's `list_filters`. Anything
+#   else is a 400, never silently ignored (a typo in a filter must not return everything).
 # - Path ids are parsed once, here: a non-integer id is a 400, not an ORM error.
 # - Exempt from LoginRequiredMiddleware: DRF authenticates (token or session) and answers
 #   401/403 JSON; the middleware's redirect to the sign-in page means nothing to a client.
@@ -132,6 +128,7 @@ class ApiView(APIView):
     parser_classes = [JSONParser]
     pagination_class = ApiPagination
     list_filters: tuple[str, ...] | None = None  # None: GET is not a list
+    list_cursor = True  # False: the list's order cannot be walked by cursor (offset only)
 
     def initial(self, request: Request, *args, **kwargs) -> None:
         super().initial(request, *args, **kwargs)  # authentication first: 401 before 400
@@ -152,6 +149,8 @@ class ApiView(APIView):
         allowed = {"format"}
         if request.method == "GET" and self.list_filters is not None:
             allowed |= {"limit", "offset", *self.list_filters}
+            if self.list_cursor:
+                allowed.add("cursor")
         unknown = sorted(set(request.query_params) - allowed)
         if unknown:
             raise InvalidRequest(
@@ -161,6 +160,8 @@ class ApiView(APIView):
         for name in request.query_params:
             if len(request.query_params.getlist(name)) > 1:
                 raise InvalidRequest(f"Give the query parameter {name} once.")
+        if "cursor" in request.query_params and "offset" in request.query_params:
+            raise InvalidRequest("Give either cursor or offset, not both.")
         for name, minimum in (("limit", 1), ("offset", 0)):
             value = request.query_params.get(name)
             if value is not None and (not value.isascii() or not value.isdigit() or int(value) < minimum or len(value) > 18):

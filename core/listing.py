@@ -7,18 +7,28 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
+from django.core.exceptions import FieldDoesNotExist
 from django.core.paginator import Page, Paginator
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, Model, Q, QuerySet
 from django.db.models.expressions import OrderBy
 from django.http import HttpRequest, QueryDict
 
 MAX_SEARCH = 100
 
 
-def _nulls_last(field: str) -> OrderBy:
+def _nulls_last(field: str, model: type[Model]) -> OrderBy | str:
     """Empty values last, both ways, on every database (PostgreSQL puts NULLs first when
-    descending, SQLite last): a list sorted by score shows the scored rollouts first."""
-    return F(field[1:]).desc(nulls_last=True) if field.startswith("-") else F(field).asc(nulls_last=True)
+    descending, SQLite last): a list sorted by score shows the scored rollouts first.
+    A column that cannot be empty is sorted plainly: PostgreSQL uses an index only for the
+    NULLS order it was built with, and `DESC NULLS LAST` would make it sort the table."""
+    name = field.removeprefix("-")
+    try:
+        column = model._meta.get_field(name)
+    except FieldDoesNotExist:
+        column = None  # an annotation: a count, a state, a score
+    if column is not None and column.concrete and not column.null and not column.is_relation:
+        return field
+    return F(name).desc(nulls_last=True) if field.startswith("-") else F(name).asc(nulls_last=True)
 
 
 def _descending(order_by: tuple[str, ...]) -> tuple[str, ...]:
@@ -134,6 +144,6 @@ def list_page(request: HttpRequest, rows: QuerySet, spec: ListSpec, params: Quer
         rows = rows.filter(match)
         kept[spec.param("q")] = q
 
-    rows = rows.order_by(*(_nulls_last(field) for field in spec.order_by(sort)))
+    rows = rows.order_by(*(_nulls_last(field, rows.model) for field in spec.order_by(sort)))
     page = Paginator(rows, spec.per_page).get_page(params.get(spec.param("page")))
     return Listing(page=page, spec=spec, sort=sort, kept=kept, ignored=ignored)

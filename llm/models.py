@@ -84,7 +84,8 @@ class ModelCall(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         # The pickers' default (llm.selectors.endpoint_default): each endpoint's latest calls in a project.
-        indexes = [models.Index(fields=["endpoint", "project_id", "created_at"], name="llm_call_endpoint_project_at")]
+        indexes = [models.Index(fields=["endpoint", "project_id", "created_at"], name="llm_call_endpoint_project_at"),
+                   models.Index(fields=["project_id", "created_at", "id"], name="llm_call_project_list")]
 
     def __str__(self) -> str:
         return f"{self.purpose} on {self.endpoint_name}: {self.outcome}"

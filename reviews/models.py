@@ -45,6 +45,7 @@ class Submission(TimeStampedModel):
         indexes = [
             models.Index(fields=["status", "created_at", "id"], name="submission_queue"),
             models.Index(fields=["project", "status", "created_at"], name="submission_project_status"),
+            models.Index(fields=["project", "created_at", "id"], name="submission_project_created"),  # the API's list
         ]
 
     def __str__(self) -> str:
@@ -248,7 +249,10 @@ class Notification(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["recipient", "read_at"], name="notification_unread")]
+        indexes = [
+            models.Index(fields=["recipient", "read_at"], name="notification_unread"),
+            models.Index(fields=["recipient", "created_at", "id"], name="notification_recipient_at"),  # the bell's list
+        ]
 
     def __str__(self) -> str:
         return self.text

@@ -44,6 +44,8 @@ class RolloutBatch(TimeStampedModel):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # A task's batches newest first (the trials tab and the batch list read it in index order).
+        indexes = [models.Index(fields=["env_task", "created_at", "id"], name="rollouts_batch_task_list")]
 
     def __str__(self) -> str:
         return f"Batch {self.pk} of {self.task_snapshot.get('title', '')}"
@@ -136,6 +138,7 @@ class StepComment(models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["step", "created_at", "id"], name="rollouts_stepcomment_list")]
 
     def __str__(self) -> str:
         return f"Comment on {self.step}"

@@ -133,9 +133,10 @@ class EnvTaskListApi(ApiView):
         responses=EnvTaskListSerializer(many=True),
     )
     def get(self, request: Request) -> Response:
-        env_tasks = selectors.env_task_list_for_user(
-            user=request.user, project_id=self.int_param("project"), status=self.choice_param("status", EnvTaskStatus.values)
-        ).select_related("updated_by")
+        env_tasks = selectors.env_task_rows_for_user(
+            user=request.user, project_id=self.int_param("project"), status=self.choice_param("status", EnvTaskStatus.values),
+            related=("created_by", "updated_by"),
+        )
         return self.paginated(env_tasks, EnvTaskListSerializer)
 
     @extend_schema(summary="Create a task on a world", request=EnvTaskCreateSerializer, responses={201: EnvTaskSerializer, **ERRORS})

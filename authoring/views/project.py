@@ -45,7 +45,8 @@ def _form_error(form: forms.Form) -> ApplicationError:
 
 def _project_context(request: HttpRequest, membership: Membership, **extra) -> dict:
     project_id = membership.project_id
-    tasks = list_page(request, selectors.env_task_list_for_user(user=request.user, project_id=project_id), TASKS)
+    rows = selectors.env_task_rows_for_user(user=request.user, project_id=project_id, related=("world", "created_by"))
+    tasks = list_page(request, rows, TASKS)
     return {
         "project": membership.project,
         "membership": membership,

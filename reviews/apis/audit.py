@@ -43,6 +43,7 @@ FILTER_PARAMETERS = [
 
 class _AuditApi(ApiView):
     list_filters = ("kind", "actor", "since", "until")
+    list_cursor = False  # a union of several tables: paged by offset
 
     def timeline_page(self, timeline: QuerySet) -> Response:
         paginator = self.pagination_class()

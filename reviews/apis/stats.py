@@ -65,6 +65,7 @@ STATS_RESPONSE = inline_serializer("ReviewStats", {
 class ReviewStatsApi(ApiView):
     # The per-reviewer and per-pair tables grow with the team: both are paged with limit/offset.
     list_filters = ("project",)
+    list_cursor = False
 
     @extend_schema(
         summary="The reviewer dashboard's numbers",

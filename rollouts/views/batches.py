@@ -88,7 +88,9 @@ def _trials_context(request: HttpRequest, env_task: EnvTask, form: RunTrialsForm
 def _batch_rows(batches: QuerySet[RolloutBatch]) -> QuerySet[RolloutBatch]:
     """With their rollout counts, a `state` (cancelled, running while any rollout waits or
     runs, else finished) and `scripted` ("yes"/"no"): what the list sorts and filters by."""
-    return batch_list_with_counts(batches.select_related("created_by")).annotate(
+    # The list never shows a batch's frozen task or system prompt: left unread.
+    batches = batches.select_related("created_by").defer("task_snapshot", "system_prompt")
+    return batch_list_with_counts(batches).annotate(
         state=Case(
             When(cancelled_at__isnull=False, then=Value("cancelled")),
             When(Q(n_running__gt=0) | Q(n_queued__gt=0), then=Value("running")),
