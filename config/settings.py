@@ -87,6 +87,9 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /healthz and /readyz, answered before the host check, the HTTPS redirect, sessions and
+    # sign-in (core.health): probes come to the node's own address, over plain HTTP.
+    "core.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -160,9 +163,12 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "polling_interval": 0.1,  # seconds between looks at the folder when it is empty
     }
 else:
-    # Above the longest task's time limit, so a long job is never redelivered while it
-    # still runs; a killed worker's job comes back after this long. Tests shorten it.
-    CELERY_VISIBILITY_TIMEOUT = int(os.environ.get("CELERY_VISIBILITY_TIMEOUT") or 2 * 60 * 60)
+    # A worker holds each message it took (running, or prefetched and waiting for a thread)
+    # unacknowledged; Redis hands it out again once it is older than this. A live worker keeps
+    # the messages it holds young (core.broker.MessageLease, every sixth of it), so a long job
+    # is never handed out twice, and a killed worker's messages, prefetched ones included,
+    # come back this long after its last renewal. Tests shorten it.
+    CELERY_VISIBILITY_TIMEOUT = int(os.environ.get("CELERY_VISIBILITY_TIMEOUT") or 90)
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
     if CELERY_VISIBILITY_TIMEOUT < 10 * 60:
         # kombu only sweeps for expired unacked messages every ~100 s (10 s × every 10th
@@ -170,6 +176,12 @@ else:
         # A worker killed while it held kombu's restore mutex (its scan runs every second here)
         # would block every restore for the mutex's default 300 s; the scan takes milliseconds.
         CELERY_BROKER_TRANSPORT_OPTIONS |= {"unacked_restore_interval": 1, "unacked_restore_throttle": 1, "unacked_mutex_expire": 5}
+    # A send (apply_async, on_commit) whose connection to Redis fails waits for Redis for up to
+    # ~30 s (kombu's own connection retries, then Celery's publish retries below) instead of
+    # failing at once: a follow-up job is not lost to a Redis restart.
+    CELERY_BROKER_TRANSPORT_OPTIONS |= {"max_retries": 10, "interval_start": 0, "interval_step": 0.5, "interval_max": 2,
+                                        "connect_retries_timeout": 15}
+    CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 10, "interval_start": 0, "interval_step": 0.5, "interval_max": 2}
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -187,6 +199,10 @@ CELERY_TASK_ROUTES = {
 }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker whose broker goes away keeps trying to reconnect, for ever (Celery's default gives
+# up after 100 tries, and the worker exits); its running jobs go on meanwhile.
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 # Celery's Django fixup closes a worker thread's database connection before and after every
 # task unless this is set; a rollouts worker would open one per rollout (a PostgreSQL backend
 # each, and ~1.5 ms of the worker's CPU). Out of reach here: config.celery closes a task's
@@ -231,11 +247,33 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing one
 STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = True
+# Uploads' originals, built packs and the pack builds' world cache go through Django's storage,
+# so that every web node and worker sees what any other wrote. On one machine that is MEDIA_ROOT;
+# on several, an S3-compatible store: STORAGE_BACKEND=storages.backends.s3.S3Storage with
+# AWS_STORAGE_BUCKET_NAME, AWS_S3_ENDPOINT_URL (any S3-compatible service; empty for AWS) and
+# AWS_S3_REGION_NAME, or the same keys (bucket_name, endpoint_url, region_name …) in
+# STORAGE_OPTIONS (JSON), which wins. Credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+# in the environment (read by django-storages and boto3, never copied into settings), or an
+# instance role.
+STORAGE_BACKEND = os.environ.get("STORAGE_BACKEND") or "django.core.files.storage.FileSystemStorage"
+STORAGE_OPTIONS = json.loads(os.environ.get("STORAGE_OPTIONS") or "{}")
+if STORAGE_BACKEND in ("storages.backends.s3.S3Storage", "storages.backends.s3boto3.S3Boto3Storage"):
+    STORAGE_OPTIONS = {
+        "bucket_name": os.environ.get("AWS_STORAGE_BUCKET_NAME") or None,
+        "endpoint_url": os.environ.get("AWS_S3_ENDPOINT_URL") or None,
+        "region_name": os.environ.get("AWS_S3_REGION_NAME") or None,
+        # As on the filesystem: a name already taken gets another, never overwritten (two
+        # builds of one pack, a redelivered job); files are private and served through views.
+        "file_overwrite": False,
+        "default_acl": None,
+        **STORAGE_OPTIONS,
+    }
+    if not STORAGE_OPTIONS["bucket_name"]:
+        raise ImproperlyConfigured(
+            "STORAGE_BACKEND is S3: set AWS_STORAGE_BUCKET_NAME (or bucket_name in STORAGE_OPTIONS) to the bucket to keep files in."
+        )
 STORAGES = {
-    "default": {
-        "BACKEND": os.environ.get("STORAGE_BACKEND", "django.core.files.storage.FileSystemStorage"),
-        "OPTIONS": json.loads(os.environ.get("STORAGE_OPTIONS", "{}")),
-    },
+    "default": {"BACKEND": STORAGE_BACKEND, "OPTIONS": STORAGE_OPTIONS},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 DATA_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
@@ -271,6 +309,14 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 LOGIN_RATE_LIMIT = (int(os.environ.get("LOGIN_RATE_LIMIT", "10")), 15 * 60)  # failures per window
+# Failed sign-ins from one client address whatever the user names tried (password spraying),
+# per the same 15-minute window. Keep it well above LOGIN_RATE_LIMIT: an office behind one
+# address shares it.
+LOGIN_ADDRESS_RATE_LIMIT = int(os.environ.get("LOGIN_ADDRESS_RATE_LIMIT") or 50)
+# How many proxies in front of the web servers append to X-Forwarded-For: the client address
+# (for the sign-in limits and the anonymous API throttle) is the one they saw. 0 (no proxy):
+# REMOTE_ADDR, and a client-sent X-Forwarded-For is ignored, so it cannot dodge a limit.
+NUM_PROXIES = int(os.environ.get("NUM_PROXIES") or 0)
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -309,13 +355,25 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "core.schema.AutoSchema",  # drf-spectacular's; pages only declared lists, documents DELETE bodies
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.LimitOffsetPagination",
     "PAGE_SIZE": 50,
     "EXCEPTION_HANDLER": "core.apis.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # Per token (per signed-in user) and, before sign-in, per client address; counted in the
+    # default cache, which is Redis (shared by every web process and host) when REDIS_URL or
+    # CACHE_URL is set. Over the rate: 429 with Retry-After. Generous: a person or a script
+    # doing real work never meets them; a runaway loop does.
+    "DEFAULT_THROTTLE_CLASSES": ["core.throttles.TokenRateThrottle", "core.throttles.AddressRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "token": os.environ.get("API_RATE_PER_TOKEN") or "1200/min",
+        "address": os.environ.get("API_RATE_PER_ADDRESS") or "300/min",
+    },
+    "NUM_PROXIES": NUM_PROXIES,
 }
 SPECTACULAR_SETTINGS = {
+    # What every operation may answer, documented where its view did not: 400, 401, 403, 404, 415, 429 (core.schema).
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "core.schema.document_common_errors"],
     "TITLE": "Taskwright API",
     "DESCRIPTION": "Worlds, tasks, rubrics, reviews and packs: the same flows as the pages.",
     "VERSION": "0.1.0",
@@ -333,6 +391,9 @@ SPECTACULAR_SETTINGS = {
         "PackStatusEnum": "packs.models.PackStatus",
     },
 }
+
+# /readyz: seconds each check (database, broker, cache, storage) may take before it counts as failed.
+HEALTH_CHECK_TIMEOUT = float(os.environ.get("HEALTH_CHECK_TIMEOUT") or 2)
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -359,9 +420,10 @@ LOGGING = {
 LLM_SLOTS_REDIS_URL = os.environ.get("LLM_SLOTS_REDIS_URL") or REDIS_URL or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else ""
 )
-# A running rollout whose last sign of life (claim, or the heartbeat before a model call) is older than this lost its
-# worker: a redelivered message may take it over. Above the longest model call with retries.
-ROLLOUT_STALE_SECONDS = int(os.environ.get("ROLLOUT_STALE_SECONDS", "600"))
+# A running rollout whose last sign of life is older than this lost its worker: a redelivered
+# message may take it over. Its worker beats it every sixth of JOB_STALE_SECONDS whatever the
+# rollout waits on (core.jobs.kept_alive), so the default is the same as other jobs'.
+ROLLOUT_STALE_SECONDS = float(os.environ.get("ROLLOUT_STALE_SECONDS") or JOB_STALE_SECONDS)
 LLM_BACKOFF_BASE = float(os.environ.get("LLM_BACKOFF_BASE", "0.5"))  # seconds, doubled per retry
 # Which environment variables an endpoint may name as its API key variable (llm.egress). Any
 # name starting with TASKWRIGHT_MODEL_KEY_ is allowed; other names only when listed here,

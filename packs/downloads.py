@@ -3,7 +3,7 @@
 import tempfile
 import zipfile
 
-from django.http import FileResponse
+from django.http import FileResponse, Http404
 
 from packs import selectors
 from packs.models import Pack
@@ -13,8 +13,12 @@ def format_download_response(pack: Pack, key: str) -> FileResponse:
     """A zip of one format's files (with the worlds it reads, the README and the manifest),
     copied out of the pack's zip entry by entry."""
     paths = selectors.pack_format_files(pack=pack, key=key)
+    try:
+        source = pack.file.open("rb")
+    except FileNotFoundError:  # removed from the store behind our back
+        raise Http404("This pack's file is missing from storage; build a new version.") from None
     out = tempfile.TemporaryFile()  # noqa: SIM115 -- FileResponse closes it
-    with pack.file.open("rb") as source, zipfile.ZipFile(source) as archive, zipfile.ZipFile(out, "w") as subset:
+    with source, zipfile.ZipFile(source) as archive, zipfile.ZipFile(out, "w") as subset:
         for path in paths:
             info = archive.getinfo(path)
             with archive.open(info) as src, subset.open(info, "w", force_zip64=True) as dst:

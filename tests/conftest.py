@@ -5,7 +5,7 @@ import pytest
 from accounts.models import Project, Role, User
 from tests import factories
 
-pytest_plugins = ["tests.worker"]
+pytest_plugins = ["tests.worker", "tests.s3"]
 
 
 @dataclass
