@@ -6,14 +6,46 @@ import threading
 from datetime import timedelta
 
 from celery import Celery
+from celery import Task as CeleryTask
 from celery.signals import task_postrun, task_prerun, worker_init, worker_ready
+from celery.worker.request import Request
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-app = Celery("taskwright")
+app = Celery("taskwright", task_cls="config.celery:Task")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 logger = logging.getLogger(__name__)
+
+
+class BrokerLossSafeRequest(Request):
+    """A job's message acknowledged (or rejected) after the worker lost its broker connection
+    and reconnected: the channel the message came on is closed, and kombu's Redis transport,
+    asked to reach Redis through it, can fail with AttributeError ('NoneType' object has no
+    attribute 'hostname': the closed connection's transport has no client any more, see
+    celery/kombu#582), which Celery does not take for a connection error; met on the
+    worker's event loop, it stopped the worker ("Unrecoverable error", issue 18). The message
+    needs nothing more: the worker put it back in its queue when the connection dropped (or
+    it comes back after the visibility timeout), and the job's claim makes its redelivery a
+    no-op."""
+
+    def acknowledge(self) -> None:
+        try:
+            super().acknowledge()
+        except AttributeError:
+            logger.warning("Could not acknowledge %s: its broker connection was closed (it was requeued then).", self.id)
+            self.acknowledged = True
+
+    def reject(self, requeue: bool = False) -> None:
+        try:
+            super().reject(requeue=requeue)
+        except AttributeError:
+            logger.warning("Could not reject %s: its broker connection was closed (it was requeued then).", self.id)
+            self.acknowledged = True
+
+
+class Task(CeleryTask):
+    Request = BrokerLossSafeRequest
 
 
 @task_prerun.connect
@@ -121,17 +153,33 @@ def _resend_stale_jobs(stopped: threading.Event) -> None:
             connections.close_all()
 
 
+RECOVER_AGAIN_SECONDS = 75
+
+
+def _recover_queued_once() -> None:
+    from django.db import connections
+
+    try:
+        recover_jobs(queued_for=timedelta(minutes=1))
+    finally:
+        connections.close_all()
+
+
 @worker_ready.connect
 def _recover_jobs(**kwargs) -> None:
     """As a worker starts: send again what may be lost; then, from then on, the running jobs
-    that go stale, and, on a Redis broker, every queued job after a loss of its data
-    (core.broker)."""
+    that go stale, and, on a Redis broker, every queued job after a loss of its data; and
+    keep the messages it holds from being handed out again while it lives (core.broker)."""
     from django.conf import settings
 
-    from core.broker import BrokerWatch, is_redis, mark_was_missing
+    from core.broker import BrokerWatch, MessageLease, held_delivery_tags, is_redis, mark_was_missing
 
     url = settings.CELERY_BROKER_URL
     lost = False
+    if is_redis(url):
+        options = settings.CELERY_BROKER_TRANSPORT_OPTIONS
+        index_key = options.get("global_keyprefix", "") + options.get("unacked_index_key", "unacked_index")
+        MessageLease(url, options["visibility_timeout"] / 6, index_key, held_delivery_tags).start()
     if is_redis(url) and settings.BROKER_WATCH_SECONDS > 0:
         watch = BrokerWatch(url, settings.BROKER_WATCH_SECONDS, _recover_everything)
         try:
@@ -141,4 +189,10 @@ def _recover_jobs(**kwargs) -> None:
         watch.start()
     # After a loss every queued job's message is gone, however recently it was sent.
     recover_jobs(queued_for=timedelta(0) if lost else timedelta(minutes=1))
+    # Once more a while later: a job a killed worker queued in the database just before it
+    # died (a grade whose rollout it finished) never had its message sent, and was too young
+    # for the look above.
+    later = threading.Timer(RECOVER_AGAIN_SECONDS, _recover_queued_once)
+    later.daemon = True
+    later.start()
     threading.Thread(target=_resend_stale_jobs, args=(threading.Event(),), name="stale-jobs", daemon=True).start()

@@ -57,3 +57,59 @@ class BrokerWatch(threading.Thread):
                     logger.exception("Sending the queued jobs again failed; trying again in %s s.", self.seconds)
                     with contextlib.suppress(redis.RedisError):
                         self.client.delete(MARK)  # so that this worker (or another) tries again
+
+
+class MessageLease(threading.Thread):
+    """Keeps young, in Redis, the messages this worker holds unacknowledged.
+
+    kombu's Redis transport keeps each message a worker took (acks_late: until its job ends;
+    prefetched ones too) in its `unacked` hash, scored in `unacked_index` by when it was
+    taken, and any worker hands it out again once that is older than the visibility timeout.
+    Every `seconds`, this sets the score of every message the worker still holds to now
+    (`ZADD XX`: one acknowledged meanwhile is not brought back). So a job that runs longer
+    than the visibility timeout is never handed out twice, and the messages of a worker that
+    died, prefetched ones included, come back one visibility timeout after its last renewal
+    (not the hours a timeout above the longest job would take)."""
+
+    def __init__(self, url: str, seconds: float, index_key: str, held: Callable[[], list[str]]) -> None:
+        super().__init__(name="message-lease", daemon=True)
+        self.client = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5)
+        self.seconds = seconds
+        self.index_key = index_key
+        self.held = held
+        self.stopped = threading.Event()
+
+    def renew(self) -> int:
+        tags = self.held()
+        if not tags:
+            return 0
+        now = time.time()
+        return self.client.zadd(self.index_key, dict.fromkeys(tags, now), xx=True, ch=True)
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.seconds):
+            try:
+                self.renew()
+            except Exception:  # (Redis away: the next renewal tries again; the thread must outlive it)
+                logger.warning("Could not renew this worker's messages in the broker.", exc_info=True)
+
+
+def held_delivery_tags() -> list[str]:
+    """The delivery tags of the messages this worker process holds: running, waiting for a
+    thread, or waiting for their countdown (celery.worker.state.requests)."""
+    from celery.worker import state
+
+    for _ in range(5):  # (the consumer changes the dict while it is copied)
+        try:
+            requests = list(state.requests.values())
+            break
+        except RuntimeError:
+            continue
+    else:
+        return []
+    tags = []
+    for request in requests:
+        tag = getattr(getattr(request, "message", None), "delivery_tag", None)
+        if tag:
+            tags.append(tag)
+    return tags

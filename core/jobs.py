@@ -9,7 +9,9 @@ running one whose heartbeat is older than `JOB_STALE_SECONDS` (its worker died),
 has attempts left. Two deliveries never both take it, and a second message for a job that
 is still running (a recovery sent one more for a job that was only waiting in a long queue)
 leaves it alone. A job out of attempts is failed
-with a reason the user can read, so a job whose worker keeps dying still ends.
+with a reason the user can read, so a job whose worker keeps dying still ends. Only attempts
+that ran count: a take-over of a job whose last worker died before it first beat the job's
+heartbeat (killed right after its claim) reuses that attempt's number.
 
 `kept_alive` beats a job's heartbeat while the block runs: one thread per worker process
 updates every job the process is running, every sixth of `JOB_STALE_SECONDS`, in one
@@ -32,7 +34,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import close_old_connections, connections, models
-from django.db.models import F, Q
+from django.db.models import Case, F, Q, When
 from django.utils import timezone
 
 logger = logging.getLogger(__name__)
@@ -65,12 +67,25 @@ def claim_job(model: type[models.Model], pk: int, *, states: JobStates, max_atte
     failed with `gave_up` as its error)."""
     now = timezone.now()
     dead = stale(states, now)
-    taken = model.objects.filter(Q(status=states.queued) | (dead & Q(attempts__lt=max_attempts)), pk=pk).update(
-        status=states.running, attempts=F("attempts") + 1, started_at=now, heartbeat_at=now, **values
+    # Only attempts that ran count: one whose worker died before its first beat (killed just
+    # after the claim, as a worker that keeps being restarted is) did no work, and the
+    # take-over reuses its number instead of using up another.
+    wasted = dead & ~ran()
+    taken = model.objects.filter(Q(status=states.queued) | (dead & Q(attempts__lt=max_attempts)) | wasted, pk=pk).update(
+        status=states.running, attempts=Case(When(wasted, then=F("attempts")), default=F("attempts") + 1),
+        started_at=now, heartbeat_at=now, **values,
     )
     if not taken:
-        model.objects.filter(dead, pk=pk, attempts__gte=max_attempts).update(status=states.failed, error=gave_up, **{states.ended_at: now})
+        model.objects.filter(dead & ran(), pk=pk, attempts__gte=max_attempts).update(
+            status=states.failed, error=gave_up, **{states.ended_at: now}
+        )
     return bool(taken)
+
+
+def ran() -> Q:
+    """The job's current (or last) attempt ran: its worker beat its heartbeat at least once
+    after the claim (claim_job sets both to the same instant)."""
+    return Q(started_at__isnull=True) | Q(heartbeat_at__gt=F("started_at"))
 
 
 class _Pulse:
@@ -138,16 +153,20 @@ def enable_pulse() -> None:
 
 
 @contextlib.contextmanager
-def kept_alive(model: type[models.Model], pk: int, *, states: JobStates) -> Iterator[None]:
+def kept_alive(model: type[models.Model], pk: int, *, states: JobStates, release_on_error: bool = True) -> Iterator[None]:
     """While the block runs, the job's heartbeat is kept fresh (in worker processes). If the
     block raises with the job still running (the task will be retried: a database that
-    went away, say), the heartbeat is cleared, so the next message may take the job at once."""
+    went away, say), the heartbeat is cleared, so the next message may take the job at once
+    (claim_job does not count such an attempt: it ended by an error the task retries a
+    bounded number of times, not by a worker dying on it). `release_on_error=False`: a caller
+    that ends the job itself whatever it raises (a rollout), whose heartbeat must stay."""
     _pulse.add(model, states.running, pk)
     try:
         yield
     except BaseException:
-        with contextlib.suppress(Exception):
-            model.objects.filter(pk=pk, status=states.running).update(heartbeat_at=None)
+        if release_on_error:
+            with contextlib.suppress(Exception):
+                model.objects.filter(pk=pk, status=states.running).update(heartbeat_at=None)
         raise
     finally:
         _pulse.remove(model, states.running, pk)

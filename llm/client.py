@@ -10,9 +10,12 @@ output against the schema (re-asking a bounded number of times), and is recorded
 a ModelCall with tokens, cost, latency and outcome. Never call it inside a database
 transaction: a model call can take minutes.
 
-With `defer_log=True` the ModelCall of a successful call comes back unsaved, as
-`result.log`, for the caller to save with its own rows (the agent loop does, after the
-step it belongs to). A failed call is logged at once.
+A call to a model server is in the log before its first request goes out (as an error,
+"interrupted", until it ends): a process killed while it waits for the answer still leaves
+the call it made, and paid for, in the log; when the call ends its row gets its outcome,
+tokens and cost. With `defer_log=True` the ModelCall of a successful call that was not
+logged yet (a scripted endpoint's) comes back unsaved, as `result.log`, for the caller to
+save with its own rows.
 """
 
 import email.utils
@@ -62,12 +65,13 @@ def chat(
 ) -> ChatResult:
     started = time.monotonic()
     totals = {"input": 0, "output": 0, "attempts": 0}
+    pending = _PendingLog(endpoint, purpose, project_id, totals, started)
     try:
         if not endpoint.enabled:
             raise ModelError(f"The model endpoint {endpoint.name!r} is disabled. An admin can enable it under Models.", kind="config")
         conversation = list(messages)
         for schema_try in range(SCHEMA_RETRIES + 1):
-            reply = _one_answer(endpoint, conversation, tools, schema, temperature, max_tokens, totals)
+            reply = _one_answer(endpoint, conversation, tools, schema, temperature, max_tokens, totals, pending.before_request)
             if schema is None:
                 break
             problem = _schema_problem(reply.structured, schema)
@@ -88,18 +92,26 @@ def chat(
             ]
     except ModelError as error:
         error.attempts = max(error.attempts, totals["attempts"])
-        _log_row(endpoint, purpose, project_id, totals, started, outcome=CallOutcome.ERROR, error=str(error)).save()
+        pending.end(_log_row(endpoint, purpose, project_id, totals, started, outcome=CallOutcome.ERROR, error=str(error)))
         raise
     cost = endpoint.cost_of(totals["input"], totals["output"])
     log = _log_row(endpoint, purpose, project_id, totals, started, outcome=CallOutcome.OK, cost=cost)
-    if not defer_log:
-        log.save()
+    if pending.row is not None or not defer_log:
+        log = pending.end(log)
+        defer_log = False
     return ChatResult(
         text=reply.text, tool_calls=reply.tool_calls, structured=reply.structured, finish_reason=reply.finish_reason, raw=reply.raw,
         input_tokens=totals["input"], output_tokens=totals["output"], cost=cost,
         latency_ms=int((time.monotonic() - started) * 1000), attempts=totals["attempts"], endpoint_name=endpoint.name,
         scripted=endpoint.is_scripted, log=log if defer_log else None,
     )
+
+
+# Formats checked in a reply: only those jsonschema checks with no optional package, so a
+# reply is judged the same wherever it runs (jsonschema checks "date-time" only when
+# rfc3339-validator happens to be installed). Dates are checked by the renderers, which
+# explain a bad one in the expert's words ("has no UTC offset") for the model to repair.
+FORMAT_CHECKER = jsonschema.FormatChecker(formats=("email", "ipv4", "ipv6", "date", "regex", "uuid"))
 
 
 @functools.lru_cache(maxsize=256)
@@ -109,7 +121,7 @@ def _validator(schema_json: str) -> jsonschema.protocols.Validator:
     schema = json.loads(schema_json)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     cls.check_schema(schema)
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return cls(schema, format_checker=FORMAT_CHECKER)
 
 
 def _schema_problem(value: object, schema: dict) -> str | None:
@@ -120,7 +132,35 @@ def _schema_problem(value: object, schema: dict) -> str | None:
     return f"at {where}: {error.message[:300]}"
 
 
-def _one_answer(endpoint, messages, tools, schema, temperature, max_tokens, totals) -> providers.Reply:
+INTERRUPTED = "Interrupted: the process making this call stopped before its answer arrived."
+
+
+class _PendingLog:
+    """A call's row of the log, inserted before its first request goes out and brought up to
+    date (its attempts) before each further one, then completed by end()."""
+
+    def __init__(self, endpoint, purpose, project_id, totals, started) -> None:
+        self.args = (endpoint, purpose, project_id, totals, started)
+        self.row: ModelCall | None = None
+
+    def before_request(self) -> None:
+        if self.row is None:
+            self.row = _log_row(*self.args, outcome=CallOutcome.ERROR, error=INTERRUPTED)
+            self.row.save()
+        else:
+            ModelCall.objects.filter(pk=self.row.pk).update(attempts=self.args[3]["attempts"])
+
+    def end(self, log: ModelCall) -> ModelCall:
+        """The call's final row: `log`, saved (in place of the pending one when there is one)."""
+        if self.row is not None:
+            log.pk, log.created_at = self.row.pk, self.row.created_at
+            log.save(force_update=True)
+        else:
+            log.save()
+        return log
+
+
+def _one_answer(endpoint, messages, tools, schema, temperature, max_tokens, totals, before_request=None) -> providers.Reply:
     """One answer, with our retry policy (the SDKs' own retries are off)."""
     if endpoint.kind == EndpointKind.SCRIPTED:
         totals["attempts"] += 1
@@ -133,8 +173,9 @@ def _one_answer(endpoint, messages, tools, schema, temperature, max_tokens, tota
     for attempt in range(1, endpoint.max_retries + 2):
         totals["attempts"] += 1
         try:
-            lease = endpoint.connect_timeout + 2 * endpoint.read_timeout + 30  # a call's bound (llm.http), and a margin
-            with endpoint_slot(endpoint_id=endpoint.pk, cap=endpoint.max_concurrency, lease_seconds=lease):
+            with endpoint_slot(endpoint_id=endpoint.pk, cap=endpoint.max_concurrency):
+                if before_request is not None:
+                    before_request()
                 reply = _send(endpoint, key, messages, tools, schema, temperature, max_tokens)
             totals["input"] += reply.input_tokens
             totals["output"] += reply.output_tokens

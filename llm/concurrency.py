@@ -1,8 +1,11 @@
 """A cap on calls in flight per endpoint, shared by every process that calls models.
 
-With Redis configured the slots are leases in a sorted set (a dead process's lease
-expires); without Redis they are fcntl locks on slot files under var/ (released by the
-kernel when a process dies), which covers every process on one machine.
+With Redis configured the slots are leases in a sorted set, each LEASE_SECONDS long and
+renewed every LEASE_SECONDS / 4 by a thread of the process that holds it, for as long as its
+call runs: a process that dies (a SIGKILLed worker) stops renewing, and its slots come free
+within LEASE_SECONDS, not after the longest call it might have been making. Without Redis
+they are fcntl locks on slot files under var/ (released by the kernel when a process dies),
+which covers every process on one machine.
 
 A process keeps a Redis slot its call has finished with for up to HOLD_SECONDS (from the
 start of the slot's lease) and hands it to its own next call, so a worker making hundreds
@@ -12,8 +15,7 @@ dozens of others, and in a busy worker those waits cost more than Redis itself. 
 on a saturated endpoint a process that holds slots keeps each for HOLD_SECONDS at a time,
 so other processes get turns less often (each slot comes free at least that often); an
 idle process gives its slots back within HOLD_SECONDS of their last use, and an exiting
-one at once. A kept slot's Redis lease outlasts its last call: a call ends within its
-connect + 2 × read timeout (llm.http), and the lease runs 30 s beyond that.
+one at once. A kept slot is renewed like one in use.
 """
 
 import atexit
@@ -36,9 +38,11 @@ from llm.errors import ModelError
 
 logger = logging.getLogger(__name__)
 
-# Well under the 30 s that a call's lease outlasts its timeouts (llm.client), so a kept
-# slot's lease always outlasts the last call made with it.
 HOLD_SECONDS = 2.0
+# A slot's lease in Redis; the holding process renews it every quarter of this, so a renewal
+# delayed by a busy machine still lands in time, and a dead process's slots are free again
+# within this many seconds.
+LEASE_SECONDS = 10.0
 _ACQUIRE = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
@@ -73,12 +77,12 @@ def _redis():
 
 
 @contextlib.contextmanager
-def endpoint_slot(*, endpoint_id: int, cap: int, lease_seconds: float, wait_seconds: float = 600.0) -> Iterator[None]:
-    """Hold one of `cap` slots of the endpoint while the block runs. The block must end
-    within `lease_seconds` − HOLD_SECONDS (a slot's lease is not renewed)."""
+def endpoint_slot(*, endpoint_id: int, cap: int, lease_seconds: float | None = None, wait_seconds: float = 600.0) -> Iterator[None]:
+    """Hold one of `cap` slots of the endpoint while the block runs, however long it runs
+    (the lease, LEASE_SECONDS unless `lease_seconds` says otherwise, is renewed meanwhile)."""
     cap = max(1, cap)
     if settings.LLM_SLOTS_REDIS_URL:
-        with _redis_slot(endpoint_id, cap, lease_seconds, wait_seconds):
+        with _redis_slot(endpoint_id, cap, lease_seconds or LEASE_SECONDS, wait_seconds):
             yield
     else:
         with _file_slot(endpoint_id, cap, wait_seconds):
@@ -87,15 +91,24 @@ def endpoint_slot(*, endpoint_id: int, cap: int, lease_seconds: float, wait_seco
 
 class _Kept:
     """This process's Redis slots of one endpoint: `free` ones (token, when its lease
-    began) wait for the process's next call; `in_use` counts the others. The lock is
+    began) wait for the process's next call; `busy` holds the others' tokens. The lock is
     never held across a Redis round trip."""
 
     def __init__(self, key: str) -> None:
         self.key, self.wake, self.cap = key, f"{key}:released", 1
         self.changed = threading.Condition(threading.Lock())  # (never re-entered: a plain lock is cheaper than the default RLock)
         self.free: list[tuple[str, float]] = []
-        self.in_use = 0
+        self.busy: set[str] = set()
         self.reaper: threading.Timer | None = None
+
+    @property
+    def in_use(self) -> int:
+        return len(self.busy)
+
+    def held(self) -> list[str]:
+        """Every slot this process holds, in use or kept: the ones whose leases to renew."""
+        with self.changed:
+            return [*self.busy, *(token for token, _ in self.free)]
 
     def take(self) -> tuple[str, float] | None:
         """The kept slot given back last, if young enough to use, or None (old ones go back to Redis)."""
@@ -103,19 +116,20 @@ class _Kept:
             old = self._expire()
             slot = self.free.pop() if self.free else None
             if slot is not None:
-                self.in_use += 1
+                self.busy.add(slot[0])
         self._release(old)
         return slot
 
     def acquired(self, token: str) -> tuple[str, float]:
         with self.changed:
-            self.in_use += 1
+            self.busy.add(token)
+        _renewer.ensure_running()
         return token, time.monotonic()
 
     def give_back(self, token: str, since: float) -> None:
         young = time.monotonic() - since < HOLD_SECONDS
         with self.changed:
-            self.in_use -= 1
+            self.busy.discard(token)
             if young:
                 self.free.append((token, since))
                 self._schedule_reaper()
@@ -126,7 +140,7 @@ class _Kept:
     def wait_for_own(self) -> bool:
         """If this process's own calls hold slots, wait (briefly) for one of them to end."""
         with self.changed:
-            if not self.in_use:
+            if not self.busy:
                 return False
             if not self.free:  # (one given back since this thread looked takes no waiting)
                 self.changed.wait(timeout=0.25)
@@ -171,12 +185,55 @@ _kept: dict[str, _Kept] = {}
 _kept_lock = threading.Lock()
 
 
+class _Renewer:
+    """One thread per process renewing the leases of the slots it holds, every
+    LEASE_SECONDS / 4, started with the first slot taken (after a fork too)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.thread: threading.Thread | None = None
+
+    def ensure_running(self) -> None:
+        if self.thread is not None and self.thread.is_alive():
+            return
+        with self.lock:
+            if self.thread is None or not self.thread.is_alive():
+                self.thread = threading.Thread(target=self._run, name="llm-slot-leases", daemon=True)
+                self.thread.start()
+
+    def renew(self) -> None:
+        for kept in list(_kept.values()):
+            tokens = kept.held()
+            if not tokens:
+                continue
+            try:
+                client = _redis()
+                with client.pipeline(transaction=False) as pipe:
+                    pipe.zadd(kept.key, dict.fromkeys(tokens, time.time() + LEASE_SECONDS), xx=True)
+                    pipe.pexpire(kept.key, int(LEASE_SECONDS * 2000))
+                    pipe.execute()
+            except Exception as error:  # Redis away: the next renewal tries again
+                logger.warning("could not renew this process's endpoint slots in Redis (%s)", error)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(LEASE_SECONDS / 4)
+            try:
+                self.renew()
+            except Exception:  # (the thread must outlive any one renewal)
+                logger.exception("renewing endpoint slots failed")
+
+
+_renewer = _Renewer()
+
+
 def _forget_in_child() -> None:
     """A forked child (a prefork pool's) must not use its parent's slots (the parent gives
     them back), nor a lock some parent thread held at the fork."""
-    global _kept_lock
+    global _kept_lock, _renewer
     _kept.clear()
     _kept_lock = threading.Lock()
+    _renewer = _Renewer()
 
 
 os.register_at_fork(after_in_child=_forget_in_child)

@@ -6,8 +6,10 @@ Every step is saved as it happens under a unique (rollout, index), and the conve
 is rebuilt from the saved steps, so a rollout whose worker was killed resumes from its
 last saved step when the broker redelivers it, and a duplicate delivery does nothing.
 A model step whose tool calls only read is saved together with their results, in one
-statement (then the call's row of the model-call log): a worker killed between the model's
-answer and that statement asks the model again on resume, and the reads changed nothing.
+statement: a worker killed between the model's answer and that statement asks the model
+again on resume, and the reads changed nothing. Every call is in the model-call log from
+before its request goes out (llm.client), whatever happens to its step: a call asked again
+after a kill is in the log twice, as it was made (and paid for) twice.
 A step with a write is saved before the write runs.
 """
 
@@ -26,9 +28,10 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from authoring.models import Criterion
+from core.jobs import JobStates, kept_alive
 from llm.client import chat
 from llm.errors import ModelError
-from llm.models import CallPurpose, ModelCall, ModelEndpoint
+from llm.models import CallPurpose, ModelEndpoint
 from rollouts.grading.services import rollout_graded
 from rollouts.models import BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepKind
 from workspace.models import Overlay, OverlayEntry, OverlayPurpose
@@ -38,6 +41,7 @@ from workspace.tools.world import world_items_of
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
+ROLLOUT_STATES = JobStates(queued=RolloutStatus.QUEUED, running=RolloutStatus.RUNNING, failed=RolloutStatus.FAILED)
 PULSE_SECONDS = 2.0  # at most this long between a running rollout's heartbeats (and cancel checks); the batch page polls as often
 
 
@@ -68,7 +72,10 @@ def rollout_execute(*, rollout_id: int) -> None:
     # A first delivery (its claim took it from QUEUED) has nothing saved yet.
     steps = list(rollout.steps.order_by("index")) if rollout.attempts > 1 else []
     try:
-        final = _loop(rollout, steps, entries)
+        # Beaten by the worker's pulse thread whatever the rollout waits on (a long model call
+        # included), so its heartbeat goes stale only when its worker is gone.
+        with kept_alive(Rollout, rollout_id, states=ROLLOUT_STATES, release_on_error=False):
+            final = _loop(rollout, steps, entries)
     except _Stop as stop:
         if stop.status != RolloutStatus.RUNNING:  # RUNNING: another delivery carries on
             _finish(rollout, steps, stop.status, stop.reason)
@@ -223,10 +230,9 @@ def conversation_before(rollout: Rollout, steps: list[Step]) -> list[dict]:
     return messages
 
 
-def _save_steps(rollout: Rollout, steps: list[Step], new: list[Step], log: ModelCall | None = None) -> None:
+def _save_steps(rollout: Rollout, steps: list[Step], new: list[Step]) -> None:
     """Save the next steps, numbered on from `steps` (the rollout's saved steps, in order),
-    in one statement, all or none, then the model call's row of the log; append them to
-    `steps`.
+    in one statement, all or none; append them to `steps`.
 
     Committed on its own: the unique (rollout, index) makes each step's only copy. Inside a
     caller's transaction (tests, a shell) a savepoint keeps that transaction usable after a
@@ -241,9 +247,6 @@ def _save_steps(rollout: Rollout, steps: list[Step], new: list[Step], log: Model
     except IntegrityError:
         # Another delivery of this rollout saved these steps: let that one carry on.
         raise _Stop(RolloutStatus.RUNNING, "duplicate delivery") from None
-    finally:  # the model call was made either way, so it goes in the log
-        if log is not None:
-            log.save()
     steps.extend(new)
 
 
@@ -352,7 +355,7 @@ def _loop(rollout: Rollout, steps: list[Step], entries: list[OverlayEntry]) -> s
             raise _Stop(RolloutStatus.FAILED, f"Reached the limit of {batch.max_steps} model steps without a final answer.")
         result = chat(
             endpoint=batch.endpoint, messages=conversation_before(rollout, steps), purpose=CallPurpose.ROLLOUT, project_id=batch.project_id,
-            tools=tools, temperature=batch.temperature, max_tokens=batch.max_output_tokens, defer_log=True,
+            tools=tools, temperature=batch.temperature, max_tokens=batch.max_output_tokens,
         )
         calls = [
             {"id": c.id or f"call_{len(steps)}_{i}", "name": c.name, "arguments": c.arguments, "raw_arguments": c.raw_arguments}
@@ -366,15 +369,10 @@ def _loop(rollout: Rollout, steps: list[Step], entries: list[OverlayEntry]) -> s
             raw_response=result.raw,
         )
         if calls and not any(tool_writes(call["name"]) for call in calls):  # reads only: saved with their results
-            try:
-                results = [_tool_step(rollout, workspace, call) for call in calls]
-            except BaseException:  # (execute() turns errors into results: this is a shutdown or a bug) the call stays in the log
-                with contextlib.suppress(Exception):  # (never in place of the interruption itself)
-                    result.log.save()
-                raise
-            _save_steps(rollout, steps, [step, *results], log=result.log)
+            results = [_tool_step(rollout, workspace, call) for call in calls]
+            _save_steps(rollout, steps, [step, *results])
             continue
-        _save_steps(rollout, steps, [step], log=result.log)
+        _save_steps(rollout, steps, [step])
         if not calls:
             if not result.text.strip():
                 raise _Stop(RolloutStatus.FAILED, "The model ended without a final answer (an empty reply).")

@@ -68,6 +68,8 @@ stop_all() {
             ((alive)) || break
             sleep 0.25
         done
+        # (the worker itself, too, if its supervisor is killed before it)
+        pkill -KILL -P "$worker_pid" 2>/dev/null || true
         kill -KILL "${pids[@]}" 2>/dev/null || true
     fi
     wait 2>/dev/null || true
@@ -78,8 +80,33 @@ trap 'stop_all' EXIT
 
 mkdir -p "$LOG_DIR"
 : >"$WORKER_LOG"
-say "Starting the Celery worker (queues ${WORKER_QUEUES}; log: ${WORKER_LOG})"
-"$PYTHON" -m celery -A config worker -Q "$WORKER_QUEUES" --pool threads -c 4 -l info >>"$WORKER_LOG" 2>&1 &
+# The worker runs under a small supervisor: a worker that dies (killed, out of memory, an
+# unrecoverable error) is started again at once, and its unfinished jobs resume (their
+# messages come back, and the claims make them safe to run again). One that keeps dying
+# within seconds of its start is given up on after a few tries.
+supervise_worker() {
+    local child="" started status quick=0
+    trap '[[ -n $child ]] && kill -TERM "$child" 2>/dev/null; [[ -n $child ]] && wait "$child"; exit 0' TERM INT
+    while true; do
+        started=$SECONDS
+        "$PYTHON" -m celery -A config worker -Q "$WORKER_QUEUES" --pool threads -c 4 -l info >>"$WORKER_LOG" 2>&1 &
+        child=$!
+        set +e
+        wait "$child"
+        status=$?
+        set -e
+        if ((SECONDS - started < 10)); then quick=$((quick + 1)); else quick=0; fi
+        if ((quick >= 5)); then
+            echo "The Celery worker exited (status ${status}) within seconds of its start, 5 times in a row: giving up." >>"$WORKER_LOG"
+            exit "$status"
+        fi
+        echo "The Celery worker exited (status ${status}); starting it again." >>"$WORKER_LOG"
+        sleep 1
+    done
+}
+
+say "Starting the Celery worker (queues ${WORKER_QUEUES}; log: ${WORKER_LOG}; restarted if it dies)"
+supervise_worker &
 worker_pid=$!
 
 say "Starting the web server on ${URL}"

@@ -102,14 +102,17 @@ def _stop(worker: WorkerProcess) -> None:
 
 
 def start_worker(
-    log_dir: Path, *, concurrency: int = 2, queues: tuple[str, ...] = WORKER_QUEUES, broker_url: str | None = None
+    log_dir: Path, *, concurrency: int = 2, queues: tuple[str, ...] = WORKER_QUEUES, broker_url: str | None = None,
+    extra_env: dict[str, str] | None = None, cwd: Path | None = None,
 ) -> WorkerProcess:
     """Start a worker subprocess on the test database and the real broker and wait until it
     is ready. It does not purge the queues: a test that kills a worker starts the next one
     with this, and what the killed worker left behind must still be there. The caller
     stops it (stop_worker). The environment is this process's, read now: a variable a test
     sets (CELERY_VISIBILITY_TIMEOUT) reaches the worker. `broker_url`: another broker than
-    settings' (a test's own Redis server)."""
+    settings' (a test's own Redis server). `extra_env`: variables that win over those (another host's
+    TASKWRIGHT_VAR_DIR and MEDIA_ROOT, its storage); `cwd`: its working directory (the project's
+    by default; elsewhere, put the project on PYTHONPATH through `extra_env`)."""
     nodename = f"test-{uuid.uuid4().hex[:8]}@localhost"
     env = {
         **os.environ,
@@ -122,6 +125,7 @@ def start_worker(
         # The fake model server is on 127.0.0.1; the key variables the test process allows.
         "MODEL_ALLOW_PRIVATE_NETWORKS": "1",
         "MODEL_KEY_VARIABLES": ",".join(settings.MODEL_KEY_VARIABLES),
+        **(extra_env or {}),
     }
     log_path = Path(log_dir) / f"worker-{nodename.partition('@')[0]}.log"
     command = [
@@ -130,7 +134,8 @@ def start_worker(
         "--without-gossip", "--without-mingle", "--without-heartbeat",
     ]
     with log_path.open("wb") as log:
-        process = subprocess.Popen(command, cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(command, cwd=cwd or settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                   stdin=subprocess.DEVNULL)
     worker = WorkerProcess(process=process, log_path=log_path, nodename=nodename)
     try:
         _wait_until_ready(worker, READY_TIMEOUT)

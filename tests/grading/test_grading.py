@@ -230,7 +230,9 @@ def test_a_grade_whose_worker_keeps_dying_fails_with_a_reason(task, endpoint, fa
     assert (grade.status, grade.attempts) == (GradeStatus.GRADED, 3)
     assert timezone.now() - grade.heartbeat_at < timedelta(minutes=1)  # the claim's sign of life
 
-    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, graded_at=None, heartbeat_at=dead)  # the third died too
+    # The third died too, after it ran (its worker beat it after the claim): only attempts that ran count.
+    Grade.objects.filter(pk=grade.pk).update(status=GradeStatus.RUNNING, graded_at=None, started_at=dead - timedelta(minutes=1),
+                                             heartbeat_at=dead)
     requests = len(fake_llm.requests)
     grade_execute(grade_id=grade.pk)
     grade.refresh_from_db()

@@ -27,10 +27,9 @@ from tests.worker import start_worker, stop_worker
 pytestmark = [pytest.mark.worker, pytest.mark.django_db(transaction=True)]
 
 RUN_TIMEOUT = 60.0
-# On Redis an unacknowledged message comes back after the visibility timeout (2 h in
-# production). The SIGKILL test shortens it for its workers: long enough that a rollout
-# of three 1.5-second model calls is never handed out twice while it runs, short enough
-# to wait for.
+# On Redis an unacknowledged message comes back after the visibility timeout (90 s in
+# production, renewed while its worker lives). The SIGKILL test shortens it for its workers,
+# short enough to wait for.
 SHORT_VISIBILITY_TIMEOUT = 12
 KILL_TEST_LATENCY = 1.5
 PRICE_TEXT = "The purchase price is $12m, payable at closing."
