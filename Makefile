@@ -16,6 +16,10 @@ DEV_STAMP := $(VENV)/.installed-requirements-dev
 DEBUG ?= 1
 export DEBUG
 
+# make test runs the suite in this many processes (pytest-xdist; each has its own test
+# database, Redis database and var folder: tests/xdist_isolation.py). TEST_PROCESSES=0 runs it in one.
+TEST_PROCESSES ?= 2
+
 # Candidates in order; each is actually run with a version check, since pyenv shims exist
 # for versions that are not selected and fail when called.
 PYTHON_CANDIDATES := python3.12 python3.13 python3 \
@@ -64,10 +68,11 @@ run: $(RUN_STAMP)
 	@PYTHON=$(PY) bash scripts/run.sh
 
 # Production-like: DEBUG off (settings then refuse to start without a real SECRET_KEY),
-# static files collected for whitenoise, gunicorn with WEB_CONCURRENCY workers on BIND.
+# static files collected for whitenoise, gunicorn with config/gunicorn.conf.py (BIND,
+# WEB_CONCURRENCY and the rest from the environment; docs/deploy.md).
 serve: $(RUN_STAMP)
 	DEBUG=0 $(PY) manage.py collectstatic --noinput --verbosity 0
-	DEBUG=0 $(VENV)/bin/gunicorn config.wsgi --workers $${WEB_CONCURRENCY:-2} --bind $${BIND:-127.0.0.1:8000} --access-logfile -
+	DEBUG=0 $(VENV)/bin/gunicorn -c config/gunicorn.conf.py
 
 # Pins come from the .in files; a pin already in a .txt file is kept unless an .in change needs another.
 requirements: $(DEV_STAMP)
@@ -79,7 +84,7 @@ requirements: $(DEV_STAMP)
 test: $(DEV_STAMP)
 	$(PY) -m ruff check .
 	$(PY) manage.py makemigrations --check --dry-run
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_PROCESSES) --dist loadfile
 
 lint: $(DEV_STAMP)
 	$(PY) -m ruff check .
