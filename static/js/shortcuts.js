@@ -171,15 +171,24 @@
   // new element and give it back the focus the removed one had.
   // (htmx settles a swapped element with the old one's attributes first, then its own: the
   // mark is put back after that, and the focus too unless the user has moved it elsewhere.)
+  // Whether the item itself had the focus when a swap began: then it gets it back whatever the
+  // browser did with it meanwhile (Chrome may hand it to the first control of the new row, the
+  // position field of a ranked trajectory included, where the next j/k would be typed).
+  var itemHadFocus = false;
+  document.addEventListener("htmx:beforeSwap", function () {
+    var el = current();
+    itemHadFocus = itemHadFocus || (!!el && document.activeElement === el);
+  });
   document.addEventListener("htmx:afterSettle", function () {
     var el = current();
+    var hadFocus = itemHadFocus;
+    itemHadFocus = false;
     if (!el) return;
     el.classList.add("kbd-current");
     if (!el.hasAttribute("tabindex")) el.setAttribute("tabindex", "-1");
-    // (Chrome may hand the focus of the replaced row to the first button of the new one: taken back,
-    // unless the user is typing in a field of the item.)
+    // (Otherwise taken back from a control of the item, unless the user is typing in a field of it.)
     var active = document.activeElement;
-    if (!active || active === document.body || (el.contains(active) && !typing(active))) el.focus({ preventScroll: true });
+    if (hadFocus || !active || active === document.body || (el.contains(active) && !typing(active))) el.focus({ preventScroll: true });
   });
 
   document.addEventListener("click", function (event) {
