@@ -151,7 +151,7 @@ def test_a_worker_lives_through_a_redis_outage_and_every_job_ends_once(team, wor
             own_redis.stop()
             time.sleep(1.0)
             own_redis.start()
-            wait_until(lambda: "Connected to" in worker.log_text().rsplit("Connection to broker lost", 1)[-1], timeout=20,
+            wait_until(lambda: "Connected to" in worker.log_text().rsplit("Connection to broker lost", 1)[-1], timeout=60,
                        what="the worker reconnects")
             assert worker.is_alive()
 
