@@ -5,10 +5,12 @@ import sys
 import threading
 from datetime import timedelta
 
+import redis.exceptions
 from celery import Celery
 from celery import Task as CeleryTask
 from celery.signals import task_postrun, task_prerun, worker_init, worker_ready
 from celery.worker.request import Request
+from kombu.transport import redis as kombu_redis
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -46,6 +48,26 @@ class BrokerLossSafeRequest(Request):
 
 class Task(CeleryTask):
     Request = BrokerLossSafeRequest
+
+
+_connparams = kombu_redis.Channel._connparams
+
+
+def _connparams_of_an_open_connection(self, asynchronous=False):
+    """A channel whose broker connection is gone asks for a new Redis client when it closes
+    (to put its prefetched messages back) or acknowledges a job: kombu then fails with
+    AttributeError ('NoneType' object has no attribute 'hostname' / 'client'), which Celery
+    does not take for a connection error, and the worker stopped ("Unrecoverable error",
+    issue 18; reproduced by tests/rollouts/test_worker_faults.py under load). Raised as the
+    connection error it is, Celery's own handling takes over: it reconnects, and the
+    messages not put back stay in Redis's unacked hash until the visibility sweep hands
+    them out again (the jobs' claims make a second delivery a no-op)."""
+    if self.connection is None or self.connection.client is None:
+        raise redis.exceptions.ConnectionError("The broker connection of this channel is closed.")
+    return _connparams(self, asynchronous)
+
+
+kombu_redis.Channel._connparams = _connparams_of_an_open_connection
 
 
 @task_prerun.connect
