@@ -53,6 +53,9 @@ document.addEventListener("toggle", function (event) {
     var target = event.detail.target;
     pending = null;
     if (!active || active === document.body || !target || !(target === active || target.contains(active))) return;
+    // A shortcut item (a verdict, a ranked trajectory) is given its focus back by shortcuts.js;
+    // moving it to the region's first control here would make that control's item the current one.
+    if (active.closest("[data-kbd-item]")) return;
     pending = { targetId: target.id, parent: target.parentElement, name: active.getAttribute("name") };
   });
   document.addEventListener("htmx:afterSettle", function () {
