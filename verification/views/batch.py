@@ -205,46 +205,45 @@ def batch_regrade_view(request: HttpRequest, pk: int) -> HttpResponse:
     return with_trigger(response, "grades-changed")
 
 
-@require_POST
-def batch_retry_failed_view(request: HttpRequest, pk: int) -> HttpResponse:
-    """Send the failed grades of the rubric version the page shows (?rubric=<n> in the form)
-    to the grader again; the grading part then polls until they are in."""
+def _grading_action(request: HttpRequest, pk: int, act, said) -> HttpResponse:
+    """A POST on the grading of the rubric version the page shows (`rubric` in the form):
+    `act(batch, rubric)` is the service call, `said(result)` the (level, message) a plain
+    form is redirected with; htmx gets the grading part, which then polls or says what was done."""
     batch = _batch(request, pk)
     rubric_number = QualityQueryForm(request.POST).value("rubric")
     rubric, _ = selectors.grading_rubric(batch=batch, number=rubric_number)
     try:
-        grades = batch_failed_grades_retry(batch=batch, user=request.user, rubric_version=rubric)
+        result = act(batch, rubric)
     except ApplicationError as error:
         if not request.htmx:
             messages.error(request, error.message)
             return redirect(_page_url(batch, rubric_number, "q-grading"))
         return render_error(request, PAGE + "#q-grading", _grading_context(request, batch, rubric_number), error)
     if not request.htmx:
-        if grades:
-            messages.success(
-                request, f"Retrying {len(grades)} failed grade{'' if len(grades) == 1 else 's'}; the grades fill in below as they come."
-            )
-        else:
-            messages.info(request, "No failed grade to retry.")
+        level, message = said(result)
+        messages.add_message(request, level, message)
         return redirect(_page_url(batch, rubric_number, "q-grading"))
     return with_trigger(render(request, PAGE + "#q-grading", _grading_context(request, batch, rubric_number)), "grades-changed")
+
+
+@require_POST
+def batch_retry_failed_view(request: HttpRequest, pk: int) -> HttpResponse:
+    """Send the failed grades to the grader again; the grading part then polls until they are in."""
+    def said(grades):
+        if not grades:
+            return messages.INFO, "No failed grade to retry."
+        plural = "" if len(grades) == 1 else "s"
+        return messages.SUCCESS, f"Retrying {len(grades)} failed grade{plural}; the grades fill in below as they come."
+
+    return _grading_action(
+        request, pk, lambda batch, rubric: batch_failed_grades_retry(batch=batch, user=request.user, rubric_version=rubric), said,
+    )
 
 
 @require_POST
 def batch_grading_cancel_view(request: HttpRequest, pk: int) -> HttpResponse:
-    """Cancel the grading of the rubric version the page shows (`rubric` in the form): the
-    grades not in yet are not graded; the grading part then says how many were."""
-    batch = _batch(request, pk)
-    rubric_number = QualityQueryForm(request.POST).value("rubric")
-    rubric, _ = selectors.grading_rubric(batch=batch, number=rubric_number)
-    try:
-        cancelled = batch_grading_cancel(batch=batch, user=request.user, rubric_version=rubric)
-    except ApplicationError as error:
-        if not request.htmx:
-            messages.error(request, error.message)
-            return redirect(_page_url(batch, rubric_number, "q-grading"))
-        return render_error(request, PAGE + "#q-grading", _grading_context(request, batch, rubric_number), error)
-    if not request.htmx:
-        messages.success(request, f"Grading cancelled: {cancelled} grade{'' if cancelled == 1 else 's'} not graded.")
-        return redirect(_page_url(batch, rubric_number, "q-grading"))
-    return with_trigger(render(request, PAGE + "#q-grading", _grading_context(request, batch, rubric_number)), "grades-changed")
+    """Cancel the grading: the grades not in yet are not graded; the grading part then says how many were."""
+    return _grading_action(
+        request, pk, lambda batch, rubric: batch_grading_cancel(batch=batch, user=request.user, rubric_version=rubric),
+        lambda cancelled: (messages.SUCCESS, f"Grading cancelled: {cancelled} grade{'' if cancelled == 1 else 's'} not graded."),
+    )
