@@ -20,6 +20,16 @@ thread pool does not enforce time limits, so a time limit cannot tell a dead run
 slow one). The thread runs in worker processes only (`enable_pulse`, at worker start);
 elsewhere (eager tasks, a shell, tests) the block runs without beats.
 
+A job can carry a deadline (`kept_alive(..., deadline=...)`): the same beat ends a job still
+running that long after its claim (`started_at`) as failed, with a reason. Celery's thread
+pool enforces no time limit, so a run that hangs (a call that never returns) would otherwise
+hold its job running for ever; its thread is left to finish or hang, and anything it writes
+later is conditioned on the job still running.
+
+Every time these write or compare (claims, beats, staleness, deadlines) is the database's
+clock (`Now()`), never the host's: workers on several hosts with skewed clocks must agree on
+which heartbeat is stale.
+
 Rollouts beat their own heartbeat between model calls, with the cancel check
 (`rollouts.agent`).
 """
@@ -35,7 +45,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import close_old_connections, connections, models
 from django.db.models import Case, F, Q, When
-from django.utils import timezone
+from django.db.models.functions import Now
 
 logger = logging.getLogger(__name__)
 # A job is stale after this many missed beats (a beat may wait out SQLite's 20 s lock timeout).
@@ -44,20 +54,21 @@ BEATS_PER_STALE = 6
 
 @dataclass(frozen=True)
 class JobStates:
-    """A job model's status values, and the field that records when a job ended."""
+    """A job model's status values, the field that records when a job ended, and the one
+    that says why it failed."""
 
     queued: str
     running: str
     failed: str
     ended_at: str = "finished_at"
+    error: str = "error"
 
 
-def stale(states: JobStates, now=None) -> Q:
+def stale(states: JobStates) -> Q:
     """Running jobs whose worker gave no sign of life for JOB_STALE_SECONDS (or that a
-    failed run left without a heartbeat)."""
-    now = now or timezone.now()
+    failed run left without a heartbeat), by the database's clock."""
     return Q(status=states.running) & (
-        Q(heartbeat_at__lt=now - timedelta(seconds=settings.JOB_STALE_SECONDS)) | Q(heartbeat_at__isnull=True)
+        Q(heartbeat_at__lt=Now() - timedelta(seconds=settings.JOB_STALE_SECONDS)) | Q(heartbeat_at__isnull=True)
     )
 
 
@@ -65,8 +76,8 @@ def claim_job(model: type[models.Model], pk: int, *, states: JobStates, max_atte
     """Take job `pk` (setting `values` too); False if it is not this delivery's to run
     (another one is running it, or it has ended) or it just ran out of attempts (then it is
     failed with `gave_up` as its error)."""
-    now = timezone.now()
-    dead = stale(states, now)
+    now = Now()  # (one statement's Now() is one instant: started_at == heartbeat_at after a claim)
+    dead = stale(states)
     # Only attempts that ran count: one whose worker died before its first beat (killed just
     # after the claim, as a worker that keeps being restarted is) did no work, and the
     # take-over reuses its number instead of using up another.
@@ -77,7 +88,7 @@ def claim_job(model: type[models.Model], pk: int, *, states: JobStates, max_atte
     )
     if not taken:
         model.objects.filter(dead & ran(), pk=pk, attempts__gte=max_attempts).update(
-            status=states.failed, error=gave_up, **{states.ended_at: now}
+            status=states.failed, **{states.error: gave_up, states.ended_at: now}
         )
     return bool(taken)
 
@@ -88,43 +99,63 @@ def ran() -> Q:
     return Q(started_at__isnull=True) | Q(heartbeat_at__gt=F("started_at"))
 
 
+@dataclass(frozen=True)
+class Deadline:
+    """How long after its claim a running job is ended, and the reason it is given."""
+
+    after: timedelta
+    reason: str
+
+
 class _Pulse:
-    """The jobs this process is running, by model and running status, and the thread that
-    beats their heartbeats."""
+    """The jobs this process is running, by model and states, with their deadlines, and the
+    thread that beats their heartbeats and ends the ones past their deadline."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.jobs: dict[tuple[type[models.Model], str], Counter] = {}
+        self.jobs: dict[tuple[type[models.Model], JobStates], Counter] = {}
+        self.deadlines: dict[tuple[type[models.Model], JobStates], dict[int, Deadline]] = {}
         self.enabled = False
         self.thread: threading.Thread | None = None
         self.stopped = threading.Event()
 
-    def add(self, model: type[models.Model], running: str, pk: int) -> None:
+    def add(self, model: type[models.Model], states: JobStates, pk: int, deadline: Deadline | None = None) -> None:
         with self.lock:
-            self.jobs.setdefault((model, running), Counter())[pk] += 1
+            self.jobs.setdefault((model, states), Counter())[pk] += 1
+            if deadline is not None:
+                self.deadlines.setdefault((model, states), {})[pk] = deadline
             if self.enabled and (self.thread is None or not self.thread.is_alive()):
                 # (started here, not at enable: a prefork pool's children are forked after it)
                 self.thread = threading.Thread(target=self._run, name="job-pulse", daemon=True)
                 self.thread.start()
 
-    def remove(self, model: type[models.Model], running: str, pk: int) -> None:
+    def remove(self, model: type[models.Model], states: JobStates, pk: int) -> None:
         with self.lock:
-            counts = self.jobs[(model, running)]
+            counts = self.jobs[(model, states)]
             counts[pk] -= 1
             if counts[pk] <= 0:
                 del counts[pk]
+                self.deadlines.get((model, states), {}).pop(pk, None)
 
     def beat(self) -> None:
-        """One beat: every running job of this process, one UPDATE per kind of job."""
+        """One beat: end the jobs of this process past their deadline, then beat the others'
+        heartbeats, one UPDATE per kind of job (and per distinct deadline)."""
         with self.lock:
             due = {key: list(counts) for key, counts in self.jobs.items() if counts}
+            deadlines = {key: dict(self.deadlines.get(key, {})) for key in due}
         if not due:
             return
         close_old_connections()  # (a connection the database dropped since the last beat is replaced)
-        now = timezone.now()
-        for (model, running), pks in due.items():
+        for (model, states), pks in due.items():
             try:
-                model.objects.filter(pk__in=pks, status=running).update(heartbeat_at=now)
+                by_deadline: dict[Deadline, list[int]] = {}
+                for pk, deadline in deadlines[(model, states)].items():
+                    by_deadline.setdefault(deadline, []).append(pk)
+                for deadline, late in by_deadline.items():
+                    model.objects.filter(pk__in=late, status=states.running, started_at__lt=Now() - deadline.after).update(
+                        status=states.failed, **{states.error: deadline.reason, states.ended_at: Now()}
+                    )
+                model.objects.filter(pk__in=pks, status=states.running).update(heartbeat_at=Now())
             except Exception:  # the next beat tries again; a job missing enough beats is taken over
                 logger.exception("Could not beat the heartbeat of %s %s", model.__name__, pks)
 
@@ -153,14 +184,18 @@ def enable_pulse() -> None:
 
 
 @contextlib.contextmanager
-def kept_alive(model: type[models.Model], pk: int, *, states: JobStates, release_on_error: bool = True) -> Iterator[None]:
+def kept_alive(
+    model: type[models.Model], pk: int, *, states: JobStates, release_on_error: bool = True, deadline: Deadline | None = None
+) -> Iterator[None]:
     """While the block runs, the job's heartbeat is kept fresh (in worker processes). If the
     block raises with the job still running (the task will be retried: a database that
     went away, say), the heartbeat is cleared, so the next message may take the job at once
     (claim_job does not count such an attempt: it ended by an error the task retries a
     bounded number of times, not by a worker dying on it). `release_on_error=False`: a caller
-    that ends the job itself whatever it raises (a rollout), whose heartbeat must stay."""
-    _pulse.add(model, states.running, pk)
+    that ends the job itself whatever it raises (a rollout), whose heartbeat must stay.
+    `deadline`: the job is failed with its reason once it is still running that long after
+    its claim, whatever its thread is doing."""
+    _pulse.add(model, states, pk, deadline)
     try:
         yield
     except BaseException:
@@ -169,4 +204,4 @@ def kept_alive(model: type[models.Model], pk: int, *, states: JobStates, release
                 model.objects.filter(pk=pk, status=states.running).update(heartbeat_at=None)
         raise
     finally:
-        _pulse.remove(model, states.running, pk)
+        _pulse.remove(model, states, pk)

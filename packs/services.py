@@ -126,7 +126,7 @@ def pack_cancel(*, pack: Pack, user: User) -> Pack:
 def packs_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> int:
     """Send again the builds whose broker message may be lost (see draft_jobs_recover)."""
     now = timezone.now()
-    lost = stale(BUILD_STATES, now)
+    lost = stale(BUILD_STATES)
     if queued_for is not None:
         lost |= Q(status=PackStatus.QUEUED, created_at__lt=now - queued_for)
     ids = list(Pack.objects.filter(lost).values_list("pk", flat=True))

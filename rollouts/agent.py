@@ -10,7 +10,15 @@ statement: a worker killed between the model's answer and that statement asks th
 again on resume, and the reads changed nothing. Every call is in the model-call log from
 before its request goes out (llm.client), whatever happens to its step: a call asked again
 after a kill is in the log twice, as it was made (and paid for) twice.
-A step with a write is saved before the write runs.
+A model step with a write is saved before the write runs; each write then commits in one
+transaction with its result step, whose unique (rollout, index) and tool call id are the
+write's idempotency key (rollout, step, call): a worker killed during the write leaves
+neither (the resumed rollout makes it, once), one killed after leaves both (the resumed
+rollout finds the result and does not make it again), so an email is never sent twice.
+
+Heartbeats, staleness and the time limit go by the database's clock (`Now()`), not the
+host's. The worker's pulse (core.jobs) also ends a rollout still running TASK_TIME_MARGIN
+past its time limit: one whose thread hangs where the loop cannot check its own limit.
 """
 
 import contextlib
@@ -22,26 +30,27 @@ from datetime import timedelta
 from decimal import Decimal
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
-from django.db.models import DateTimeField, Exists, F, OuterRef, Q, Value
-from django.db.models.functions import Coalesce
+from django.db import DatabaseError, IntegrityError, InterfaceError, OperationalError, connection, transaction
+from django.db.models import Count, Exists, F, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
 from authoring.models import Criterion
-from core.jobs import JobStates, kept_alive
+from core.jobs import Deadline, JobStates, kept_alive
 from llm.client import chat
 from llm.errors import ModelError
 from llm.models import CallPurpose, ModelEndpoint
+from rollouts.constants import TASK_TIME_MARGIN
 from rollouts.grading.services import rollout_graded
 from rollouts.models import BatchMode, Rollout, RolloutBatch, RolloutStatus, Step, StepKind
-from workspace.models import Overlay, OverlayEntry, OverlayPurpose
+from workspace.models import OverlayEntry, OverlayPurpose
 from workspace.services import overlay_create
 from workspace.tools import Item, Workspace, execute, tool_specs, tool_writes
 from workspace.tools.world import world_items_of
 
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
-ROLLOUT_STATES = JobStates(queued=RolloutStatus.QUEUED, running=RolloutStatus.RUNNING, failed=RolloutStatus.FAILED)
+ROLLOUT_STATES = JobStates(queued=RolloutStatus.QUEUED, running=RolloutStatus.RUNNING, failed=RolloutStatus.FAILED, error="reason")
 PULSE_SECONDS = 2.0  # at most this long between a running rollout's heartbeats (and cancel checks); the batch page polls as often
 
 
@@ -56,14 +65,13 @@ def rollout_execute(*, rollout_id: int) -> None:
     """Claim and run one rollout. A queued rollout is claimed; a running one only when its
     heartbeat is stale (its worker died) — a duplicate message for a healthy running rollout
     does nothing, so two runs of one rollout never overlap."""
-    now = timezone.now()
-    claimed = _claim(rollout_id, now)
+    claimed = _claim(rollout_id)
     if claimed is None:
-        stale = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS))
-        orphans = Rollout.objects.filter(stale, pk=rollout_id, status=RolloutStatus.RUNNING)
+        now = Now()
+        orphans = Rollout.objects.filter(_stale(), pk=rollout_id, status=RolloutStatus.RUNNING)
         # Its worker died after its batch was cancelled: nothing to resume.
         orphans.filter(stop_requested=True).update(status=RolloutStatus.CANCELLED, reason="Cancelled while running.", finished_at=now)
-        orphans.filter(attempts__gte=MAX_ATTEMPTS).update(
+        orphans.exclude(_attempts_left()).update(
             status=RolloutStatus.FAILED, reason="The worker running this rollout was interrupted too many times.", finished_at=now
         )
         return
@@ -73,8 +81,11 @@ def rollout_execute(*, rollout_id: int) -> None:
     steps = list(rollout.steps.order_by("index")) if rollout.attempts > 1 else []
     try:
         # Beaten by the worker's pulse thread whatever the rollout waits on (a long model call
-        # included), so its heartbeat goes stale only when its worker is gone.
-        with kept_alive(Rollout, rollout_id, states=ROLLOUT_STATES, release_on_error=False):
+        # included), so its heartbeat goes stale only when its worker is gone; and ended by it,
+        # whatever its thread is doing, past its time limit and the Celery task's margin.
+        limit = rollout.batch.time_limit_seconds
+        deadline = Deadline(timedelta(seconds=limit + TASK_TIME_MARGIN), f"Stopped at the time limit of {limit} s (its run hung).")
+        with kept_alive(Rollout, rollout_id, states=ROLLOUT_STATES, release_on_error=False, deadline=deadline):
             final = _loop(rollout, steps, entries)
     except _Stop as stop:
         if stop.status != RolloutStatus.RUNNING:  # RUNNING: another delivery carries on
@@ -83,6 +94,13 @@ def rollout_execute(*, rollout_id: int) -> None:
     except ModelError as error:
         _finish(rollout, steps, RolloutStatus.FAILED, f"The model call failed: {error.message}")
         return
+    except (OperationalError, InterfaceError):
+        # The database went away (restarting): not the rollout's failure. Its heartbeat is let
+        # go if the database answers already, so the task's retry (rollouts.tasks) resumes it
+        # at once; otherwise the heartbeat goes stale and the rollout is sent again.
+        with contextlib.suppress(DatabaseError):
+            Rollout.objects.filter(pk=rollout_id, status=RolloutStatus.RUNNING).update(heartbeat_at=None)
+        raise
     except Exception as error:  # a bug must still leave a readable, terminal rollout
         if isinstance(error, IntegrityError) and _endpoint_deleted(rollout):
             _finish(rollout, steps, RolloutStatus.FAILED, ENDPOINT_DELETED)
@@ -90,8 +108,11 @@ def rollout_execute(*, rollout_id: int) -> None:
         logger.exception("rollout %s failed", rollout_id)
         _finish(rollout, steps, RolloutStatus.FAILED, f"Internal error ({type(error).__name__}); the team has the log.")
         return
-    if _finish(rollout, steps, RolloutStatus.COMPLETED, "Finished with a final answer.", final_answer=final):
-        rollout_graded(rollout=rollout, has_criteria=rollout.batch.rubric_has_criteria)  # queued on the grading queue
+    # The end and the grade's request commit together: a worker killed between them would
+    # leave a completed rollout that is never graded (the grade is queued after the commit).
+    with transaction.atomic():
+        if _finish(rollout, steps, RolloutStatus.COMPLETED, "Finished with a final answer.", final_answer=final):
+            rollout_graded(rollout=rollout, has_criteria=rollout.batch.rubric_has_criteria)  # queued on the grading queue
 
 
 ENDPOINT_DELETED = "The model endpoint of this batch was deleted."
@@ -105,21 +126,35 @@ def _endpoint_deleted(rollout: Rollout) -> bool:
     return endpoint_id is not None and not ModelEndpoint.objects.filter(pk=endpoint_id).exists()
 
 
-def _claim(rollout_id: int, now) -> tuple[Rollout, list[OverlayEntry]] | None:
+def _stale() -> Q:
+    """No heartbeat for ROLLOUT_STALE_SECONDS, by the database's clock."""
+    return Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=Now() - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS))
+
+
+def _attempts_left() -> Q:
+    """The rollout may be taken over again: fewer attempts than MAX_ATTEMPTS plus the model
+    steps it has saved. Only attempts that got nowhere use up the limit: a rollout that keeps
+    moving is resumed as often as its workers are killed (each attempt saved a step), while
+    one that kills its worker at the same point every time gives up after MAX_ATTEMPTS more."""
+    saved = Step.objects.filter(rollout=OuterRef("pk"), kind=StepKind.MODEL).order_by().values("rollout").annotate(n=Count("id"))
+    return Q(attempts__lt=Coalesce(Subquery(saved.values("n")), 0) + MAX_ATTEMPTS)
+
+
+def _claim(rollout_id: int) -> tuple[Rollout, list[OverlayEntry]] | None:
     """The rollout, claimed, with its batch (batch_context), its overlay and the overlay's
     entries (in id order); None if another delivery holds it or it is finished. A queued
     rollout is claimed; a running one only when its heartbeat is stale and it has attempts
     left and no stop request. The claim is one conditional UPDATE, so of two deliveries
-    racing for a rollout exactly one takes it; the reads after it see the claimed row."""
-    stale = Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=now - timedelta(seconds=settings.ROLLOUT_STALE_SECONDS))
-    claimable = Q(status=RolloutStatus.QUEUED) | (Q(status=RolloutStatus.RUNNING, attempts__lt=MAX_ATTEMPTS, stop_requested=False) & stale)
+    racing for a rollout exactly one takes it; the reads after it see the claimed row.
+    `rollout.db_now`: the database's clock when it was read (the time limit counts by it)."""
+    resumable = Q(status=RolloutStatus.RUNNING, stop_requested=False) & _stale() & _attempts_left()
+    claimable = Q(status=RolloutStatus.QUEUED) | resumable
     claimed = Rollout.objects.filter(claimable, pk=rollout_id).update(
-        status=RolloutStatus.RUNNING, attempts=F("attempts") + 1, heartbeat_at=now,
-        started_at=Coalesce("started_at", Value(now, output_field=DateTimeField())),
+        status=RolloutStatus.RUNNING, attempts=F("attempts") + 1, heartbeat_at=Now(), started_at=Coalesce("started_at", Now()),
     )
     if not claimed:
         return None
-    rollout = Rollout.objects.select_related("overlay").get(pk=rollout_id)
+    rollout = Rollout.objects.select_related("overlay").annotate(db_now=Now()).get(pk=rollout_id)
     rollout.batch = batch_context(rollout.batch_id)
     # (no overlay for a rollout of a batch started before rollouts had their own: _overlay makes it)
     entries = list(OverlayEntry.objects.filter(overlay_id=rollout.overlay_id).order_by("id")) if rollout.overlay_id else []
@@ -268,16 +303,19 @@ class _Pulse:
     def beat(self, steps: list[Step]) -> None:
         if time.monotonic() - self.last < PULSE_SECONDS:
             return
-        alive = Rollout.objects.filter(pk=self.rollout.pk, stop_requested=False).update(heartbeat_at=timezone.now(), **_totals(steps))
+        alive = Rollout.objects.filter(pk=self.rollout.pk, status=RolloutStatus.RUNNING, stop_requested=False).update(
+            heartbeat_at=Now(), **_totals(steps)
+        )
         self.last = time.monotonic()
-        if not alive:
+        if not alive:  # cancelled (or already ended: by the worker's pulse at its deadline, say)
             raise _Stop(RolloutStatus.CANCELLED, "Cancelled while running.")
 
 
-def _check(rollout: Rollout, steps: list[Step], deadline, pulse: _Pulse) -> None:
-    """Before each model call: the batch's cancel (through the pulse) and the time limit."""
+def _check(rollout: Rollout, steps: list[Step], deadline: float, pulse: _Pulse) -> None:
+    """Before each model call: the batch's cancel (through the pulse) and the time limit
+    (`deadline`, on this process's monotonic clock)."""
     pulse.beat(steps)
-    if timezone.now() > deadline:
+    if time.monotonic() > deadline:
         raise _Stop(RolloutStatus.FAILED, f"Stopped at the time limit of {rollout.batch.time_limit_seconds} s.")
 
 
@@ -298,38 +336,28 @@ def _result_step(rollout: Rollout, call: dict, text: str, *, is_error: bool = Fa
     )
 
 
-INTERRUPTED_WRITE = (
-    "The worker running this rollout stopped after this change was made and before its result was kept. "
-    "The change is in your workspace; it was not made a second time."
-)
-
-
-def _run_tools(
-    rollout: Rollout, workspace: Workspace, calls: list[dict], steps: list[Step], done_ids: set[str], *, resumed: bool = False
-) -> None:
-    """Run the calls not in `done_ids`, saving each result as soon as it exists. On resume,
-    the first of them may have run when the worker died: a write whose change is in the
-    overlay (changed since the last saved step) is not made again."""
+def _run_tools(rollout: Rollout, workspace: Workspace, calls: list[dict], steps: list[Step], done_ids: set[str]) -> None:
+    """Run the calls not in `done_ids` (those have a saved result), saving each result as
+    soon as it exists. A write commits with its result step, in one transaction: the step
+    (rollout, index, call id) is the write's idempotency key, so a write is made exactly
+    once whenever the worker dies."""
     for call in calls:
         if call["id"] in done_ids:
             continue
-        if resumed and tool_writes(call["name"]) and _overlay_changed_since(rollout, steps[-1].created_at):
-            step = _result_step(rollout, call, INTERRUPTED_WRITE)
-        else:
-            step = _tool_step(rollout, workspace, call)
-        resumed = False  # the calls run one after another: only the first pending one can have been running
-        _save_steps(rollout, steps, [step])
-
-
-def _overlay_changed_since(rollout: Rollout, since) -> bool:
-    return Overlay.objects.filter(pk=rollout.overlay_id, changed_at__gte=since).exists()
+        if not tool_writes(call["name"]):
+            _save_steps(rollout, steps, [_tool_step(rollout, workspace, call)])
+            continue
+        with transaction.atomic():  # (a duplicate delivery's clash on the step rolls its write back)
+            _save_steps(rollout, steps, [_tool_step(rollout, workspace, call)])
 
 
 def _loop(rollout: Rollout, steps: list[Step], entries: list[OverlayEntry]) -> str:
     batch = rollout.batch
     if batch.endpoint is None:
         raise _Stop(RolloutStatus.FAILED, ENDPOINT_DELETED)
-    deadline = rollout.started_at + timedelta(seconds=batch.time_limit_seconds)
+    # The limit counts from the first claim, by the database's clock, whichever host resumes it.
+    left = rollout.started_at + timedelta(seconds=batch.time_limit_seconds) - rollout.db_now
+    deadline = time.monotonic() + left.total_seconds()
     with_tools = batch.mode == BatchMode.TOOLS
     world = batch.env_task.world
     if with_tools:
@@ -344,7 +372,7 @@ def _loop(rollout: Rollout, steps: list[Step], entries: list[OverlayEntry]) -> s
     if (steps and steps[-1].kind == StepKind.MODEL and steps[-1].tool_calls) or (steps and steps[-1].kind == StepKind.TOOL):
         last_model = next(s for s in reversed(steps) if s.kind == StepKind.MODEL)
         done = {s.tool_call_id for s in steps if s.kind == StepKind.TOOL and s.index > last_model.index}
-        _run_tools(rollout, workspace, last_model.tool_calls, steps, done, resumed=True)
+        _run_tools(rollout, workspace, last_model.tool_calls, steps, done)
     elif steps and steps[-1].kind == StepKind.MODEL and not steps[-1].tool_calls:
         return steps[-1].text  # the final answer was saved before the worker died
     pulse = _Pulse(rollout)

@@ -9,3 +9,4 @@ LIMITS = {
     "time_limit_seconds": (10, 3_600),
 }
 TASK_TIME_MARGIN = 120  # seconds the Celery hard limit allows beyond a rollout's own
+GRADE_TIME_LIMIT = 30 * 60  # seconds a grading attempt may run (the Celery limit, and the job's deadline on any pool)

@@ -1,13 +1,13 @@
 from celery import shared_task
-from django.db import OperationalError
+from django.db import InterfaceError, OperationalError
 
-from rollouts.constants import LIMITS, TASK_TIME_MARGIN
+from rollouts.constants import GRADE_TIME_LIMIT, LIMITS, TASK_TIME_MARGIN
 
 
 # A database that is briefly unreachable (restarting, out of connections) must not leave a
 # rollout queued forever: the job is retried with backoff; the claim keeps retries harmless.
 @shared_task(acks_late=True, reject_on_worker_lost=True, time_limit=LIMITS["time_limit_seconds"][1] + TASK_TIME_MARGIN,
-             autoretry_for=(OperationalError,), retry_backoff=True, max_retries=8)
+             autoretry_for=(OperationalError, InterfaceError), retry_backoff=True, max_retries=8)
 def run_rollout(rollout_id: int) -> None:
     from rollouts.agent import rollout_execute
 
@@ -15,7 +15,8 @@ def run_rollout(rollout_id: int) -> None:
 
 
 @shared_task(
-    acks_late=True, reject_on_worker_lost=True, time_limit=30 * 60, autoretry_for=(OperationalError,), retry_backoff=True, max_retries=8
+    acks_late=True, reject_on_worker_lost=True, time_limit=GRADE_TIME_LIMIT, autoretry_for=(OperationalError, InterfaceError),
+    retry_backoff=True, max_retries=8,
 )
 def grade_attempt(grade_id: int) -> None:
     from rollouts.grading.services import grade_execute

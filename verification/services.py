@@ -267,7 +267,7 @@ def probe_runs_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -
     """Send again the cheat-writing jobs whose broker message may be lost (see
     draft_jobs_recover): queued for a while, or writing with a stale heartbeat."""
     now = timezone.now()
-    lost = stale(CHEAT_STATES, now)
+    lost = stale(CHEAT_STATES)
     if queued_for is not None:  # (None: only the running ones, see draft_jobs_recover)
         lost |= Q(status=ProbeRunStatus.QUEUED, created_at__lt=now - queued_for)
     ids = list(ProbeRun.objects.filter(lost).values_list("pk", flat=True))

@@ -132,7 +132,7 @@ def draft_jobs_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -
     Called when a worker starts and every JOB_STALE_SECONDS (config.celery.RECOVERIES);
     `queued_for=None`: only the running ones."""
     now = timezone.now()
-    lost = stale(JOB_STATES, now)
+    lost = stale(JOB_STATES)
     if queued_for is not None:
         lost |= Q(status=DraftJobStatus.QUEUED, run__created_at__lt=now - queued_for, run__cancelled_at__isnull=True)
     ids = list(DraftJob.objects.filter(lost).values_list("pk", flat=True))

@@ -7,7 +7,7 @@ import contextlib
 import logging
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, InterfaceError, OperationalError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -17,9 +17,10 @@ from accounts.services import require_role
 from authoring.models import Criterion, GraderKind, RubricVersion
 from authoring.services import rubric_version_freeze
 from core.exceptions import ApplicationError
-from core.jobs import JobStates, claim_job, kept_alive, stale
+from core.jobs import Deadline, JobStates, claim_job, kept_alive, stale
 from llm.errors import ModelError
 from llm.models import ModelEndpoint
+from rollouts.constants import GRADE_TIME_LIMIT
 from rollouts.grading.attempt import Attempt, attempt_of_rollout
 from rollouts.grading.checks import run_check
 from rollouts.grading.judge import SEES, judge
@@ -30,6 +31,9 @@ from rollouts.tasks import grade_attempt
 logger = logging.getLogger(__name__)
 MAX_ATTEMPTS = 3
 GRADE_STATES = JobStates(queued=GradeStatus.QUEUED, running=GradeStatus.RUNNING, failed=GradeStatus.FAILED, ended_at="graded_at")
+# Celery's thread pool does not enforce the task's time limit: the worker's pulse ends a grade
+# still running this long after its claim (core.jobs), whatever its thread waits on.
+GRADE_DEADLINE = Deadline(timedelta(seconds=GRADE_TIME_LIMIT), f"Grading stopped after {GRADE_TIME_LIMIT // 60} minutes (it hung).")
 
 
 def _enqueue(grade_ids: list[int]) -> None:
@@ -56,7 +60,7 @@ def grades_recover(*, queued_for: timedelta | None = timedelta(minutes=1)) -> in
     queued for a while, or still running with a stale heartbeat (its worker died; the
     filesystem broker never redelivers). The claim makes a second message harmless."""
     now = timezone.now()
-    lost = stale(GRADE_STATES, now)
+    lost = stale(GRADE_STATES)
     if queued_for is not None:  # (None: only the running ones, see draft_jobs_recover)
         lost |= Q(status=GradeStatus.QUEUED, created_at__lt=now - queued_for)
     ids = list(Grade.objects.filter(lost).values_list("pk", flat=True))
@@ -72,7 +76,7 @@ def grade_execute(*, grade_id: int) -> None:
         Grade, grade_id, states=GRADE_STATES, max_attempts=MAX_ATTEMPTS, gave_up="The grading worker was interrupted too many times."
     ):
         return
-    with kept_alive(Grade, grade_id, states=GRADE_STATES):
+    with kept_alive(Grade, grade_id, states=GRADE_STATES, deadline=GRADE_DEADLINE):
         _grade(grade_id)
 
 
@@ -90,6 +94,8 @@ def _grade(grade_id: int) -> None:
                 if not Grade.objects.filter(pk=grade_id, status=GradeStatus.RUNNING).exists():
                     return  # cancelled (grades_cancel): no more judge calls; the verdicts reached are kept
                 _verdict(grade, criterion, attempt, project_id, rubric.judge_samples)
+    except (OperationalError, InterfaceError):
+        raise  # the database went away (restarting): the task retries; kept_alive lets the grade go
     except Exception as error:
         logger.exception("grade %s failed", grade_id)
         Grade.objects.filter(pk=grade_id, status=GradeStatus.RUNNING).update(

@@ -138,3 +138,53 @@ def test_recovering_only_the_running_ones_leaves_queued_jobs_alone(team, setting
     assert packs_recover(queued_for=None) == 1  # the dead one
     assert packs_recover() == 2  # and the one queued an hour ago
     assert len(sent) == 3
+
+
+def _database_now():
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT CURRENT_TIMESTAMP")
+        return cursor.fetchone()[0]
+
+
+def test_claims_beats_and_staleness_go_by_the_databases_clock_not_the_hosts(team, settings, monkeypatch):
+    """A worker whose host clock runs an hour ahead (workers on several hosts) neither takes
+    over a job another worker is beating nor stamps its own heartbeats in the future."""
+    settings.JOB_STALE_SECONDS = 60
+    db_now = _database_now()
+    monkeypatch.setattr(timezone, "now", lambda: db_now + timedelta(hours=1))  # this host's clock
+    alive = building_pack(team, attempts=1, started_at=db_now - timedelta(minutes=5), heartbeat_at=db_now - timedelta(seconds=10))
+    queued = Pack.objects.create(project=team.project, name="q", version=99, status=PackStatus.QUEUED)
+
+    def claim(pack):
+        return jobs.claim_job(Pack, pack.pk, states=BUILD_STATES, max_attempts=3, gave_up="Gave up.")
+
+    assert claim(alive) is False  # fresh by the database's clock, though an hour old by the host's
+    assert claim(queued) is True
+    claimed = Pack.objects.get(pk=queued.pk)
+    assert abs(claimed.heartbeat_at - db_now) < timedelta(seconds=30) and claimed.started_at == claimed.heartbeat_at
+
+    pulse = jobs._Pulse()  # (not enabled: beaten by hand here)
+    pulse.add(Pack, BUILD_STATES, alive.pk)
+    pulse.beat()
+    assert abs(Pack.objects.get(pk=alive.pk).heartbeat_at - db_now) < timedelta(seconds=30)
+    assert {p.pk for p in Pack.objects.filter(jobs.stale(BUILD_STATES))} == set()
+
+
+def test_a_job_past_its_deadline_is_ended_by_the_heartbeat_whatever_its_thread_does(team, pulse):
+    """Celery's thread pool enforces no time limit: a run that hangs is ended by its deadline,
+    checked by the heartbeat thread, while a job within its deadline is beaten as usual."""
+    db_now = _database_now()
+    hung = building_pack(team, attempts=1, started_at=db_now - timedelta(seconds=1), heartbeat_at=db_now)
+    young = building_pack(team, attempts=1, started_at=db_now + timedelta(hours=1), heartbeat_at=db_now)
+    deadline = jobs.Deadline(timedelta(seconds=1), "Stopped at its deadline (it hung).")
+    with jobs.kept_alive(Pack, hung.pk, states=BUILD_STATES, deadline=deadline), \
+            jobs.kept_alive(Pack, young.pk, states=BUILD_STATES, deadline=deadline):
+        # The block stands for a thread stuck in a call that never returns.
+        wait_until(lambda: Pack.objects.get(pk=hung.pk).status == PackStatus.FAILED, timeout=5, what="the deadline ends the job")
+        wait_until(lambda: Pack.objects.get(pk=young.pk).heartbeat_at > db_now, timeout=5, what="the other job is beaten")
+    hung.refresh_from_db()
+    assert (hung.error, hung.finished_at is not None) == ("Stopped at its deadline (it hung).", True)
+    assert Pack.objects.get(pk=young.pk).status == PackStatus.BUILDING
+    assert not any(pulse.deadlines.values())  # forgotten with their jobs

@@ -7,7 +7,7 @@ from authoring import services as authoring_services
 from core.exceptions import ApplicationError
 from llm.models import ModelCall, ModelEndpoint
 from rollouts import services
-from rollouts.agent import INTERRUPTED_WRITE, rollout_execute
+from rollouts.agent import rollout_execute
 from rollouts.models import Grade, Rollout, RolloutStatus, Step, StepKind
 from tests.fake_llm import Reply
 from workspace.models import OverlayEntry
@@ -241,9 +241,9 @@ def test_a_claim_that_takes_nothing_reads_no_overlay(team, task, endpoint, djang
         status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now(), heartbeat_at=timezone.now()
     )
     with django_assert_num_queries(1):  # the claim's UPDATE, which took nothing
-        assert agent._claim(rollout.pk, timezone.now()) is None  # a live rollout: a duplicate message takes nothing
+        assert agent._claim(rollout.pk) is None  # a live rollout: a duplicate message takes nothing
     Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.QUEUED, attempts=0, heartbeat_at=None)
-    claimed, entries = agent._claim(rollout.pk, timezone.now())
+    claimed, entries = agent._claim(rollout.pk)
     assert claimed.pk == rollout.pk and claimed.status == RolloutStatus.RUNNING and claimed.attempts == 1
     assert [e.path for e in entries] == ["Notes/Big.md"]
 
@@ -445,48 +445,79 @@ def test_a_model_call_stays_in_the_log_when_its_read_is_interrupted(
     assert not Step.objects.exists()  # asked again on resume: the read changed nothing
 
 
-@pytest.mark.parametrize("written", [True, False])
-def test_a_resumed_write_is_not_made_twice(team, task, endpoint, fake_llm, django_capture_on_commit_callbacks, written):
+SEND = {"name": "send_email", "arguments": {"to": ["partner@example.com"], "subject": "Price", "body": "It is $12m."}}
+DELETE = {"name": "delete_file", "arguments": {"path": "Out/draft.md"}}
+
+
+def _changes(rollout) -> dict:
+    """The rollout overlay's sent emails (subjects) and whether its draft is still there."""
+    entries = OverlayEntry.objects.filter(overlay=rollout.overlay)
+    return {"emails": list(entries.filter(kind="email").values_list("metadata__subject", flat=True)),
+            "draft": entries.filter(path="Out/draft.md").exists()}
+
+
+@pytest.mark.parametrize("call", [SEND, DELETE], ids=["send_email", "delete_overlay_only_file"])
+def test_a_write_cut_off_by_a_kill_is_made_exactly_once_on_resume(
+    team, task, endpoint, fake_llm, monkeypatch, django_capture_on_commit_callbacks, call
+):
+    """The worker dies after the write ran and before its result was saved: the write and its
+    result (the write's idempotency key) commit together, so neither is kept, and the resumed
+    rollout makes the write once."""
+    from rollouts import agent
     from workspace.services import overlay_entry_upsert
 
     batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
     rollout = batch.rollouts.get()
-    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now())
-    Step.objects.create(rollout=rollout, index=0, kind=StepKind.MODEL, tool_calls=[
-        {"id": "w", "name": "write_file", "arguments": {"path": "Out/memo.md", "content": "Second try."}, "raw_arguments": ""},
-    ])
-    if written:  # the first delivery made the write, then died before saving its result
-        overlay_entry_upsert(overlay=rollout.overlay, path="Out/memo.md", kind="file", format="md", content="First try.", metadata={})
-    fake_llm.script(Reply(content="Done."))
+    overlay_entry_upsert(overlay=rollout.overlay, path="Out/draft.md", kind="file", format="md", content="Draft.", metadata={})
+    fake_llm.script(Reply(content=None, tool_calls=[call]), Reply(content="Done."))
+    real_execute = agent.execute
+
+    def killed_after_the_write(**kwargs):
+        real_execute(**kwargs)
+        raise KeyboardInterrupt  # the worker dies here (execute() turns errors into results)
+
+    monkeypatch.setattr(agent, "execute", killed_after_the_write)
+    with pytest.raises(KeyboardInterrupt):
+        rollout_execute(rollout_id=rollout.pk)
+    assert _changes(rollout) == {"emails": [], "draft": True}  # rolled back with its unsaved result
+    assert [s.kind for s in rollout.steps.order_by("index")] == [StepKind.MODEL]
+
+    monkeypatch.setattr(agent, "execute", real_execute)
+    Rollout.objects.filter(pk=rollout.pk).update(heartbeat_at=None)  # its heartbeat went stale: taken over
     rollout_execute(rollout_id=rollout.pk)
+    sent = ["Price"] if call is SEND else []
+    assert _changes(rollout) == {"emails": sent, "draft": call is not DELETE}
     result = rollout.steps.get(index=1)
-    assert result.tool_call_id == "w" and (INTERRUPTED_WRITE in result.text) is written
-    assert OverlayEntry.objects.get(overlay=rollout.overlay, path="Out/memo.md").content == ("First try." if written else "Second try.")
-    assert batch.rollouts.get().status == RolloutStatus.COMPLETED
+    assert result.tool_call_id == fake_llm.requests[1].body["messages"][2]["tool_calls"][0]["id"] and not result.is_error
+    assert batch.rollouts.get().status == RolloutStatus.COMPLETED and len(fake_llm.requests) == 2
 
 
-@pytest.mark.parametrize("deleted", [True, False])
-def test_a_resumed_delete_of_a_file_only_the_overlay_had_is_not_made_twice(
-    team, task, endpoint, fake_llm, django_capture_on_commit_callbacks, deleted
+def test_a_write_whose_result_was_saved_is_not_made_again_on_resume(
+    team, task, endpoint, fake_llm, monkeypatch, django_capture_on_commit_callbacks
 ):
-    """Deleting a file the world never had leaves no entry behind; the overlay still knows it changed."""
-    from workspace.services import overlay_entry_delete, overlay_entry_upsert
+    """The worker dies after the write and its result committed, during the next model call:
+    the resumed rollout finds the result under the write's key and sends no second email."""
+    from rollouts import agent
 
     batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
     rollout = batch.rollouts.get()
-    overlay_entry_upsert(overlay=rollout.overlay, path="Out/draft.md", kind="file", format="md", content="Draft.", metadata={})
-    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=1, started_at=timezone.now())
-    Step.objects.create(rollout=rollout, index=0, kind=StepKind.MODEL, tool_calls=[
-        {"id": "d", "name": "delete_file", "arguments": {"path": "Out/draft.md"}, "raw_arguments": ""},
-    ])
-    if deleted:  # the first delivery deleted it, then died before saving the result
-        overlay_entry_delete(overlay=rollout.overlay, path="Out/draft.md")
-    fake_llm.script(Reply(content="Done."))
+    fake_llm.script(Reply(content=None, tool_calls=[SEND]), Reply(content="Done."))
+    real_chat, calls = agent.chat, []
+
+    def chat_killed_on_the_second_call(**kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_chat(**kwargs)
+
+    monkeypatch.setattr(agent, "chat", chat_killed_on_the_second_call)
+    with pytest.raises(KeyboardInterrupt):
+        rollout_execute(rollout_id=rollout.pk)
+    assert _changes(rollout)["emails"] == ["Price"]
+    Rollout.objects.filter(pk=rollout.pk).update(heartbeat_at=None)
     rollout_execute(rollout_id=rollout.pk)
-    result = rollout.steps.get(index=1)
-    assert result.tool_call_id == "d" and not result.is_error
-    assert (INTERRUPTED_WRITE in result.text) is deleted
-    assert not OverlayEntry.objects.filter(overlay=rollout.overlay, path="Out/draft.md").exists()
+    assert _changes(rollout)["emails"] == ["Price"]  # sent once
+    assert [(s.kind, s.tool_name) for s in rollout.steps.order_by("index")] == [("model", ""), ("tool", "send_email"), ("model", "")]
     assert batch.rollouts.get().status == RolloutStatus.COMPLETED
 
 
@@ -530,3 +561,50 @@ def test_a_rollout_whose_endpoint_is_deleted_as_it_runs_says_so(team, task, endp
     rollout_execute(rollout_id=rollout.pk)
     rollout.refresh_from_db()
     assert rollout.status == RolloutStatus.FAILED and rollout.reason == agent.ENDPOINT_DELETED
+
+
+@pytest.mark.parametrize(("attempts", "model_steps", "resumed"), [(3, 0, False), (3, 2, True), (4, 2, True), (5, 2, False)])
+def test_only_attempts_that_got_nowhere_use_up_a_rollouts_limit(
+    team, task, endpoint, fake_llm, django_capture_on_commit_callbacks, attempts, model_steps, resumed
+):
+    """A rollout whose workers keep being killed while it moves on (each attempt saved a step)
+    is resumed; one that got nowhere in MAX_ATTEMPTS (3) more attempts is failed for good."""
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout = batch.rollouts.get()
+    Rollout.objects.filter(pk=rollout.pk).update(status=RolloutStatus.RUNNING, attempts=attempts, started_at=timezone.now())
+    for index in range(model_steps):
+        Step.objects.create(rollout=rollout, index=index, kind=StepKind.MODEL, text="Thinking.")
+    rollout_execute(rollout_id=rollout.pk)
+    rollout.refresh_from_db()
+    if resumed:
+        assert (rollout.status, rollout.attempts) == (RolloutStatus.COMPLETED, attempts + 1)  # (its last step was the answer)
+    else:
+        assert (rollout.status, rollout.attempts) == (RolloutStatus.FAILED, attempts)
+        assert rollout.reason == "The worker running this rollout was interrupted too many times."
+
+
+def test_a_kill_between_a_rollouts_end_and_its_grade_request_leaves_neither(
+    team, task, endpoint, fake_llm, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The end and the grade request commit together, so a completed rollout is always graded."""
+    from rollouts import agent
+
+    batch = start(task, team, endpoint, django_capture_on_commit_callbacks)
+    rollout = batch.rollouts.get()
+    fake_llm.script(Reply(content="The purchase price is $12m."))
+    real_graded = agent.rollout_graded
+
+    def killed(**kwargs):
+        raise KeyboardInterrupt  # the worker dies after the end was written, before the grade was asked for
+
+    monkeypatch.setattr(agent, "rollout_graded", killed)
+    with pytest.raises(KeyboardInterrupt):
+        rollout_execute(rollout_id=rollout.pk)
+    assert Rollout.objects.get(pk=rollout.pk).status == RolloutStatus.RUNNING and not Grade.objects.exists()
+
+    monkeypatch.setattr(agent, "rollout_graded", real_graded)
+    Rollout.objects.filter(pk=rollout.pk).update(heartbeat_at=None)  # taken over once stale
+    rollout_execute(rollout_id=rollout.pk)
+    rollout.refresh_from_db()
+    assert (rollout.status, rollout.final_answer) == (RolloutStatus.COMPLETED, "The purchase price is $12m.")
+    assert Grade.objects.filter(rollout=rollout).count() == 1 and len(fake_llm.requests) == 1  # not asked again
