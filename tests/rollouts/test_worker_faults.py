@@ -86,7 +86,10 @@ def test_a_killed_worker_restarted_at_once_resumes_its_jobs_within_a_visibility_
     try:
         batch = services.rollout_batch_start(env_task=task, user=team.author, endpoint=endpoint, n=4)
         steps = Step.objects.filter(rollout__batch=batch)
-        wait_until(lambda: steps.filter(kind=StepKind.TOOL).exists(), timeout=30, what="the first worker has saved steps")
+        # Killed while both its threads wait on a call the model server has: a kill between a
+        # call's log row and its request would leave a logged call that was never made.
+        wait_until(lambda: steps.filter(kind=StepKind.TOOL).exists() and fake_llm.in_flight == 2, timeout=30,
+                   what="the first worker has saved steps and both its calls are in flight")
         os.kill(workers[0].process.pid, signal.SIGKILL)
         workers[0].process.wait(timeout=10)
         killed_at = time.monotonic()
