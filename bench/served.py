@@ -122,14 +122,15 @@ def session_cookie(user) -> str:
 
 
 class Gunicorn:
-    """gunicorn with `workers` sync workers on 127.0.0.1, the environment set up above."""
+    """gunicorn as deployed (config/gunicorn.conf.py) with `workers` workers on 127.0.0.1, the
+    environment set up above; its access and error logs go to the scratch directory."""
 
     def __init__(self, workers: int = 2) -> None:
         self.port = free_port()
         self.log = Path(os.environ["TASKWRIGHT_VAR_DIR"]) / "gunicorn.log"
         self.process = subprocess.Popen(
-            [str(ROOT / ".venv/bin/gunicorn"), "config.wsgi", "--workers", str(workers), "--bind", f"127.0.0.1:{self.port}",
-             "--log-file", str(self.log)],
+            [str(ROOT / ".venv/bin/gunicorn"), "--config", str(ROOT / "config/gunicorn.conf.py"), "--workers", str(workers),
+             "--bind", f"127.0.0.1:{self.port}", "--access-logfile", str(self.log), "--error-logfile", str(self.log)],
             cwd=ROOT, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
