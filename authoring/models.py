@@ -163,6 +163,34 @@ class EnvTask(TimeStampedModel):
         return self.status in self.EDITABLE_STATUSES
 
 
+class TaskInputFile(TimeStampedModel):
+    """A file the agent receives with one task, laid over its world's files at `path`
+    (a spreadsheet the prompt asks about, say). The bytes are stored once under
+    `task-files/<sha256>` and never changed or deleted there, so a frozen task version
+    (which names its files by sha256) keeps pointing at the bytes it was approved with.
+    `content` is the text the agent's tools read, extracted from the bytes on upload."""
+
+    env_task = models.ForeignKey(EnvTask, on_delete=models.CASCADE, related_name="input_files")
+    path = models.CharField(max_length=500, help_text="Where the agent finds it, e.g. Inputs/Q3 figures.xlsx")
+    file = models.FileField(max_length=300)
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    format = models.CharField(max_length=8, choices=DocumentFormat.choices)
+    content = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["path", "id"]
+        constraints = [models.UniqueConstraint(fields=["env_task", "path"], name="unique_input_file_path_per_task")]
+
+    def __str__(self) -> str:
+        return self.path
+
+    def as_frozen(self) -> dict:
+        """What a frozen task version keeps of it (the bytes stay in storage by sha256)."""
+        return {"path": self.path, "size": self.size, "sha256": self.sha256}
+
+
 class RubricVersion(TimeStampedModel):
     """A numbered version of a task's rubric. Once frozen (submitted, or used to grade)
     it never changes again; the next edit starts a new version."""

@@ -2,6 +2,7 @@
 its project's membership. An object of a project the user is not in is a 404."""
 
 from django.db.models import Count, Q, QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from accounts.models import User
@@ -16,6 +17,7 @@ from authoring.models import (
     EnvTaskStatus,
     RubricVersion,
     SkeletonProposal,
+    TaskInputFile,
     World,
 )
 
@@ -76,6 +78,29 @@ def env_task_rows_for_user(
 
 def env_task_get_for_user(*, user: User, pk: int) -> EnvTask:
     return get_object_or_404(env_task_list_for_user(user=user), pk=pk)
+
+
+def task_input_file_list_for_user(*, user: User, env_task_id: int | None = None) -> QuerySet[TaskInputFile]:
+    """Input files of the tasks in the user's projects (without `content`, the agent's
+    text of each file: lists never show it)."""
+    qs = TaskInputFile.objects.filter(env_task__project__in=project_list_for_user(user=user)).defer("content")
+    if env_task_id is not None:
+        qs = qs.filter(env_task_id=env_task_id)
+    return qs.select_related("env_task", "created_by")
+
+
+def task_input_file_get_for_user(*, user: User, pk: int) -> TaskInputFile:
+    return get_object_or_404(task_input_file_list_for_user(user=user), pk=pk)
+
+
+def task_input_file_download(*, input_file: TaskInputFile) -> tuple[bytes, str]:
+    """The file's bytes as uploaded and its name, for a download (pages and API): a 404
+    when the bytes went missing from storage behind our back."""
+    try:
+        with input_file.file.open("rb") as handle:
+            return handle.read(), input_file.path.rpartition("/")[2]
+    except FileNotFoundError:
+        raise Http404("This input file is missing from storage.") from None
 
 
 def env_task_drafts_for_author(*, user: User) -> QuerySet[EnvTask]:

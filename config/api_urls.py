@@ -38,6 +38,9 @@ urlpatterns = [
     path("tasks/<str:pk>/rubric/", authoring_apis.RubricApi.as_view(), name="api-task-rubric"),
     path("tasks/<str:pk>/rubric/criteria/", authoring_apis.CriterionListApi.as_view(), name="api-task-criteria"),
     path("criteria/<str:pk>/", authoring_apis.CriterionDetailApi.as_view(), name="api-criterion"),
+    path("tasks/<str:pk>/input-files/", authoring_apis.TaskInputFileListApi.as_view(), name="api-task-input-files"),
+    path("task-input-files/<str:pk>/", authoring_apis.TaskInputFileDetailApi.as_view(), name="api-task-input-file"),
+    path("task-input-files/<str:pk>/content/", authoring_apis.TaskInputFileContentApi.as_view(), name="api-task-input-file-content"),
     # authoring: files, versions, uploads, consistency
     path("documents/<str:pk>/versions/", authoring_apis.DocumentVersionListApi.as_view(), name="api-document-versions"),
     path("document-versions/<str:pk>/", authoring_apis.DocumentVersionDetailApi.as_view(), name="api-document-version"),

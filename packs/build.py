@@ -26,7 +26,7 @@ from authoring import archipelago
 from core.exceptions import ApplicationError
 from packs.formats import ALL_FORMATS, FORMATS, writer_class
 from packs.formats.base import FormatWriter
-from packs.formats.records import PackTask, PackWorld, task_from_snapshot, world_from_snapshot, world_key
+from packs.formats.records import PackTask, PackWorld, input_file_path, task_from_snapshot, world_from_snapshot, world_key
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +89,7 @@ class _Totals:
     tasks: int = 0
     criteria: int = 0
     worlds: int = 0
+    task_files: list[str] = field(default_factory=list)  # their paths in the pack
     per_format: dict = field(default_factory=dict)
 
 
@@ -220,7 +221,10 @@ def _readme(pack_info: dict, formats: list[str], totals: _Totals) -> bytes:
     }
     for key in formats:
         lines.append(f"| {where[key]} | {FORMATS[key][2]} |")
-    lines += ["", "Tasks have no input files of their own beyond their world, so there is no `task_files/` folder.", ""]
+    if totals.task_files:
+        lines.append("| `task_files/<task_id>/` | each task's own input files, laid over its world's `filesystem/` at the same "
+                     "paths (a task file wins over a world file at the same path) |")
+    lines.append("")
     return "\n".join(lines).encode()
 
 
@@ -237,9 +241,11 @@ def build_pack_zip(
     on_world: Callable[[BuiltWorld], None] = lambda built: None,
     world_of: Callable[[int], dict],
     cache: "WorldZipCache | None" = None,
+    open_task_file: Callable[[str], BinaryIO] | None = None,
 ) -> dict:
     """Write the pack's zip to `out` and return its manifest (without the per-task list,
-    which only the zip's manifest.json holds)."""
+    which only the zip's manifest.json holds). `open_task_file(sha256)` opens the stored
+    bytes of a task's input file (needed when a task has any)."""
     formats = [key for key in ALL_FORMATS if key in set(formats or ALL_FORMATS)]
     if not formats:
         raise BuildError("Choose at least one format.")
@@ -273,13 +279,14 @@ def build_pack_zip(
                 grading={"pass_threshold": row.pass_threshold, "all_must_pass": row.all_must_pass, "judge_samples": row.judge_samples},
                 difficulty=row.difficulty, cost=row.cost,
             )
+            _task_files_into(output, task, open_task_file, label, totals)
             _each_writer(writers, "add_task", task, label)
             totals.tasks += 1
             totals.criteria += len(task.criteria)
             fingerprint = {
                 "prompt": digest(task.prompt), "reference_answer": digest(task.reference_answer),
                 "rubric": digest([row.rubric["criteria"], row.pass_threshold, row.all_must_pass, row.judge_samples]),
-                "world": state,
+                "world": state, "input_files": digest(list(task.input_files)),
             }
             on_task(BuiltTask(submission_id=row.id, task=task, fingerprint=fingerprint))
             task_list.write(json.dumps({**_manifest_task(task), "audit": row.audit}, ensure_ascii=False, sort_keys=True).encode() + b"\n")
@@ -310,7 +317,7 @@ def build_pack_zip(
             "formats": formats,
             "counts": {"tasks": totals.tasks, "worlds": totals.worlds, "criteria": totals.criteria},
             "contents": {"worlds": [f["path"] for f in output.files if f["path"].startswith("world_files_zipped/")],
-                         **totals.per_format, "readme": ["README.md"]},
+                         "task_files": totals.task_files, **totals.per_format, "readme": ["README.md"]},
             "files": sorted(output.files, key=lambda f: f["path"]),
             "may_differ": MAY_DIFFER,
         }
@@ -335,6 +342,25 @@ def _world_into(output: ZipOutput | None, snapshot_world: dict, world_id: str, l
     return world_from_snapshot(snapshot_world, world_id=world_id, counts=counts)
 
 
+def _task_files_into(output: ZipOutput, task: PackTask, open_task_file: Callable[[str], BinaryIO] | None, label: str,
+                     totals: _Totals) -> None:
+    """The task's input files, streamed from storage into task_files/<task_id>/."""
+    for entry in task.input_files:
+        path = input_file_path(task, entry["path"])
+        try:
+            if open_task_file is None:  # a caller that reads no storage: the bytes are nowhere
+                raise FileNotFoundError(entry["sha256"])
+            with open_task_file(entry["sha256"]) as source:
+                output.write_file(path, source)
+        except OSError:
+            raise BuildError(f"The pack was not built: {label} has the input file {entry['path']!r}, whose bytes are missing "
+                             "from storage.") from None
+        if output.files[-1]["sha256"] != entry["sha256"]:
+            raise BuildError(f"The pack was not built: {label}'s input file {entry['path']!r} does not match the sha256 it was "
+                             "approved with (its stored bytes changed).")
+        totals.task_files.append(path)
+
+
 def _each_writer(writers: list[FormatWriter], method: str, value, label: str) -> None:
     for writer in writers:
         try:
@@ -351,7 +377,7 @@ def _manifest_task(task: PackTask) -> dict:
     return {
         "task_id": task.task_id, "task_pk": task.task_pk, "title": task.title, "version": task.version,
         "submission_id": task.submission_id, "rubric_version": task.rubric_version, "world_id": task.world_id,
-        "criteria": len(task.criteria), "difficulty": task.difficulty, "cost": task.cost,
+        "criteria": len(task.criteria), "difficulty": task.difficulty, "cost": task.cost, "input_files": list(task.input_files),
     }
 
 

@@ -57,6 +57,20 @@ def _jsonl(data: bytes, path: str) -> list[dict]:
     return rows
 
 
+def task_file_entry(task: dict, entry: dict) -> str:
+    """Where a task line's input file is in the pack (packs.formats.records.input_file_path)."""
+    return f"task_files/{task.get('task_id')}/{entry['path']}"
+
+
+def _input_files(task: dict, n: int) -> list[dict]:
+    entries = task.get("input_files") or []
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("sha256"), str) for e in entries
+    ):
+        raise _refuse(f"task {n} ({task.get('title')!r}) lists its input files in a form this Taskwright does not read.")
+    return entries
+
+
 def read_pack(source: BinaryIO) -> tuple[ImportedPack, zipfile.ZipFile]:
     """The pack in `source` and its open archive (for the world zips), or ApplicationError."""
     try:
@@ -111,5 +125,9 @@ def read_pack(source: BinaryIO) -> tuple[ImportedPack, zipfile.ZipFile]:
         rubric = task.get("rubric")
         if not isinstance(rubric, dict) or not isinstance(rubric.get("criteria"), list):
             raise _refuse(f"task {n} ({task.get('title')!r}) has no rubric.")
+        for entry in _input_files(task, n):
+            held = listed.get(task_file_entry(task, entry))
+            if held is None or held.get("sha256") != entry["sha256"]:
+                raise _refuse(f"task {n} ({task.get('title')!r}) has the input file {entry['path']!r}, which is not in the pack.")
     pack = manifest.get("pack") or {}
     return ImportedPack(name=str(pack.get("name") or ""), version=int(pack.get("version") or 0), worlds=worlds, tasks=tasks), archive

@@ -4,6 +4,7 @@ from django.http import Http404
 from django.shortcuts import get_object_or_404
 
 from accounts.models import Membership, Role, User
+from packs.build import digest
 from packs.models import Pack, PackStatus
 
 
@@ -34,18 +35,26 @@ def pack_versions(*, pack: Pack) -> QuerySet[Pack]:
     return Pack.objects.filter(project_id=pack.project_id, name=pack.name).order_by("-version")
 
 
+NO_INPUT_FILES = digest([])
+
+
+def _part(fingerprint: dict, key: str) -> str | None:
+    # A pack built before tasks had input files has no "input_files": it had none.
+    return fingerprint.get(key, NO_INPUT_FILES if key == "input_files" else None)
+
+
 def pack_diff(*, pack: Pack, previous: Pack) -> dict:
     """What changed since `previous`: tasks added, removed, and changed (prompt, reference
-    answer, rubric, world documents: which were added, removed or changed)."""
+    answer, rubric, input files, world documents: which were added, removed or changed)."""
     now = {e.task_pk: e for e in pack.task_entries.all()}
     before = {e.task_pk: e for e in previous.task_entries.all()}
     worlds_now = {w.world_id: w for w in pack.world_entries.all()}
     worlds_before = {w.world_id: w for w in previous.world_entries.all()}
-    labels = {"prompt": "prompt", "reference_answer": "reference answer", "rubric": "rubric"}
+    labels = {"prompt": "prompt", "reference_answer": "reference answer", "rubric": "rubric", "input_files": "input files"}
     changed = []
     for task_pk in sorted(set(now) & set(before), key=lambda pk: now[pk].position):
         a, b = before[task_pk], now[task_pk]
-        parts = [label for key, label in labels.items() if a.fingerprint.get(key) != b.fingerprint.get(key)]
+        parts = [label for key, label in labels.items() if _part(a.fingerprint, key) != _part(b.fingerprint, key)]
         documents = {"added": [], "removed": [], "changed": []}
         if a.fingerprint.get("world") != b.fingerprint.get("world"):
             old = worlds_before[a.world_id].documents if a.world_id in worlds_before else {}
@@ -76,6 +85,6 @@ def pack_format_files(*, pack: Pack, key: str) -> list[str]:
     if key not in FORMATS or key not in contents:
         raise Http404("This pack holds no such format.")
     paths = list(contents[key])
-    if writer_class(key).needs_worlds:
-        paths = list(contents.get("worlds") or []) + paths
+    if writer_class(key).needs_worlds:  # the formats that run agents: they read the worlds and the tasks' input files
+        paths = list(contents.get("worlds") or []) + list(contents.get("task_files") or []) + paths
     return [*paths, "README.md", "manifest.json"]

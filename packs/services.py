@@ -17,13 +17,15 @@ from accounts.models import Project, User
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from authoring import services as authoring
+from authoring.services.task_files import task_file_name, task_input_file_add_bytes
+from authoring.services.uploads import MAX_UPLOAD_BYTES
 from authoring.services.world_transfer import world_import
 from core.archives import safe_member_read
 from core.exceptions import ApplicationError
 from core.jobs import JobStates, claim_job, kept_alive, stale
 from packs.build import BuiltTask, BuiltWorld, SubmissionRow, WorldZipCache, build_pack_zip
 from packs.formats import ALL_FORMATS
-from packs.importer import MAX_WORLD_ZIP_BYTES, read_pack
+from packs.importer import MAX_WORLD_ZIP_BYTES, read_pack, task_file_entry
 from packs.models import Pack, PackStatus, PackTaskEntry, PackWorldEntry
 from packs.tasks import build_pack
 from reviews.models import Submission, SubmissionStatus
@@ -282,7 +284,7 @@ def _write_pack_file(pack: Pack) -> None:
     with tempfile.TemporaryFile() as out:
         manifest = build_pack_zip(
             out, pack_info=pack_info, rows=_rows(pack), total=total, domain=pack.project.name, world_of=world_snapshot,
-            cache=world_zip_cache(),
+            cache=world_zip_cache(), open_task_file=lambda sha256: default_storage.open(task_file_name(sha256), "rb"),
             formats=pack.formats or None, on_progress=on_progress, on_task=on_task, on_world=on_world,
         )
         flush()
@@ -345,6 +347,9 @@ def pack_import(*, project_id: int, user: User, uploaded_file) -> list:
                                              pass_threshold=float(rubric.get("pass_threshold", 0.7)),
                                              all_must_pass=bool(rubric.get("all_must_pass", False)),
                                              judge_samples=int(rubric.get("judge_samples", 1)))
+            for entry in row.get("input_files") or []:
+                data = safe_member_read(archive, task_file_entry(row, entry), MAX_UPLOAD_BYTES)
+                task_input_file_add_bytes(env_task=env_task, user=user, path=entry["path"], data=data)
             env_task.refresh_from_db()
             created.append(env_task)
     logger.info("Pack %s v%s imported into project %s: %d tasks", parsed.name, parsed.version, project_id, len(created))

@@ -163,7 +163,7 @@ def _claim(rollout_id: int) -> tuple[Rollout, list[OverlayEntry]] | None:
 
 BATCH_SECONDS = 5.0
 _batches: dict[int, tuple[float, RolloutBatch]] = {}
-_worlds: dict[int, tuple[float, dict[str, Item]]] = {}
+_worlds: dict[tuple[int, int], tuple[float, dict[str, Item]]] = {}  # (world, task) → items
 
 
 def _recent[K, V](store: dict[K, tuple[float, V]], key: K, load: Callable[[], V]) -> V:
@@ -193,12 +193,14 @@ def batch_context(batch_id: int) -> RolloutBatch:
     return _recent(_batches, batch_id, lambda: batches.get(pk=batch_id))
 
 
-def world_items(world_id: int) -> dict[str, Item]:
-    """The world's own documents as the tools read them, loaded at most once every
-    BATCH_SECONDS per process. A rollout reads the world as it was when it started (its
-    workspace keeps what it loaded); an edit to the world reaches the rollouts that start
-    BATCH_SECONDS after it at the latest. Immutable, shared by the worker's threads."""
-    return _recent(_worlds, world_id, lambda: world_items_of(world_id))
+def world_items(world_id: int, env_task_id: int) -> dict[str, Item]:
+    """The world's own documents with the task's input files laid over them, as the tools
+    read them, loaded at most once every BATCH_SECONDS per process. Kept per task (its
+    files are its own; tasks on one world each keep a copy). A rollout reads the world as
+    it was when it started (its workspace keeps what it loaded); an edit to the world or
+    the task's files reaches the rollouts that start BATCH_SECONDS after it at the latest.
+    Immutable, shared by the worker's threads."""
+    return _recent(_worlds, (world_id, env_task_id), lambda: world_items_of(world_id, env_task_id))
 
 
 def _totals(steps: list[Step]) -> dict:
@@ -364,7 +366,8 @@ def _loop(rollout: Rollout, steps: list[Step], entries: list[OverlayEntry]) -> s
         # The claim read the entries of the overlay the rollout came with; for one that
         # _overlay() makes now (or finds another delivery made), the workspace reads them.
         came_with_overlay = rollout.overlay_id is not None
-        workspace = Workspace(world, _overlay(rollout), world_items=world_items(world.pk), entries=entries if came_with_overlay else None)
+        workspace = Workspace(world, _overlay(rollout), world_items=world_items(world.pk, batch.env_task_id),
+                              entries=entries if came_with_overlay else None)
     else:
         workspace = None
     tools = tool_specs(writable=True) if with_tools else None

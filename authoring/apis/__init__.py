@@ -23,6 +23,7 @@ from authoring.apis.drafting import (
     WorldDraftApi,
     WorldSuggestSkeletonApi,
 )
+from authoring.apis.task_files import TaskInputFileContentApi, TaskInputFileDetailApi, TaskInputFileListApi
 from authoring.apis.tasks import CriterionDetailApi, CriterionListApi, EnvTaskDetailApi, EnvTaskListApi, RubricApi
 from authoring.apis.usage import ModelCallListApi
 from authoring.apis.worlds import WorldConsistencyApi, WorldDetailApi, WorldListApi
@@ -45,6 +46,9 @@ __all__ = [
     "RubricApi",
     "SkeletonAcceptApi",
     "SkeletonProposalDetailApi",
+    "TaskInputFileContentApi",
+    "TaskInputFileDetailApi",
+    "TaskInputFileListApi",
     "WorldConsistencyApi",
     "WorldDetailApi",
     "WorldDocumentListApi",

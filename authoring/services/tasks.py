@@ -323,6 +323,8 @@ def env_task_snapshot(*, env_task: EnvTask, rubric_version: RubricVersion) -> di
             "prompt": env_task.prompt,
             "deliverable_kind": env_task.deliverable_kind,
             "reference_answer": env_task.reference_answer,
+            # By sha256: the bytes stay in storage (authoring.services.task_files).
+            "input_files": [f.as_frozen() for f in env_task.input_files.all()],
         },
         "rubric": {
             "version": rubric_version.number,

@@ -31,7 +31,7 @@ MAX_FILES_PER_UPLOAD = settings.DATA_UPLOAD_MAX_NUMBER_FILES  # Django refuses m
 
 __all__ = [
     "DEFAULT_FOLDER", "MAX_FILES_PER_UPLOAD", "MAX_UPLOAD_BYTES", "KeptItem", "UploadOutcome", "UploadRefused", "UploadReport",
-    "clean_file_name", "document_upload", "documents_upload", "file_upload",
+    "clean_file_name", "document_upload", "documents_upload", "file_upload", "read_upload",
 ]
 
 
@@ -78,7 +78,7 @@ def file_upload(*, world: World, user: User, uploaded_file: UploadedFile, path: 
     """
     author_membership(user=user, project_id=world.project_id)
     _check_room(world)
-    data = _read(uploaded_file)
+    data = read_upload(uploaded_file)
     name = clean_file_name(uploaded_file.name or "")
     plan = plan_file(world=world, data=data, name=name, path=path)
     stored = _store(world=world, user=user, planned=plan.documents)
@@ -181,7 +181,8 @@ def _delete_originals(created: list[Document]) -> None:
             document.source_file.delete(save=False)
 
 
-def _read(uploaded_file: UploadedFile) -> bytes:
+def read_upload(uploaded_file: UploadedFile) -> bytes:
+    """The uploaded file's bytes, refused past MAX_UPLOAD_BYTES (counted, not taken from the client)."""
     too_big = ApplicationError(
         f"The file is larger than {MAX_UPLOAD_BYTES // (1024 * 1024)} MB; upload files of at most "
         f"{MAX_UPLOAD_BYTES // (1024 * 1024)} MB."

@@ -32,6 +32,7 @@ from authoring.views.editors import (
 )
 from authoring.views.project import project_detail, project_task_create, world_create
 from authoring.views.skeletons import skeleton_item, skeleton_item_add, skeleton_item_reject
+from authoring.views.task_files import task_input_file_delete, task_input_file_download, task_input_files_upload
 from authoring.views.transfer import world_export, world_import
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "document_source_download", "document_version_restore", "document_versions", "draft_job_retry", "draft_run_cancel",
     "draft_run_progress", "project_detail", "project_task_create", "skeleton_accept",
     "skeleton_item", "skeleton_item_add", "skeleton_item_reject", "skeleton_proposal", "task_create", "task_editor",
+    "task_input_file_delete", "task_input_file_download", "task_input_files_upload",
     "world_consistency", "world_create", "world_draft_all", "world_editor", "world_export", "world_import", "world_suggest_skeleton",
     "world_upload",
 ]

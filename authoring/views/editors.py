@@ -21,6 +21,7 @@ from authoring.rendering import preview_html
 from authoring.services.task_edits import env_task_update_with_criteria
 from authoring.views.drafting import drafting_context
 from authoring.views.open_edits import criterion_edits_from
+from authoring.views.task_files import input_files_context
 from core.exceptions import ApplicationError
 from core.sanitize import markdown_to_safe_html
 from core.views import render_error, render_with_error
@@ -278,6 +279,7 @@ def _task_context(request: HttpRequest, env_task: EnvTask, form=None, **extra) -
         "tabs": TASK_TABS,
         "tab": _task_tab(request),
         **selectors.rubric_summary(rubric_version=rubric),
+        **input_files_context(request, env_task),
         **extra,
     }
 

@@ -2,6 +2,7 @@
 
 ```
 tasks_and_rubrics.json    [{task_id, task_name, domain, world_id, prompt, task_input_files, rubric: [{verifier_id, criteria}]}]
+                          (task_input_files: the pack paths of the task's own files, task_files/<task_id>/<path>)
 world_descriptions.json   [{world_id, world_name, description, facts, counts, world_zip}]
 verifiers.json            [{verifier_id, verifier_version, world_id, task_id, eval_config_id, verifier_values: {...},
                             verifier_index, verifier_dependencies}]
@@ -55,7 +56,7 @@ import json
 from typing import BinaryIO, ClassVar
 
 from packs.formats.base import FormatWriter, PackOutput
-from packs.formats.records import PackCriterion, PackTask, PackWorld
+from packs.formats.records import PackCriterion, PackTask, PackWorld, input_file_path
 
 TASKS_FILE = "tasks_and_rubrics.json"
 WORLDS_FILE = "world_descriptions.json"
@@ -140,9 +141,9 @@ class ApexWriter(FormatWriter):
             "domain": task.domain,
             "world_id": task.world_id,
             "prompt": task.prompt,
-            # A Taskwright task has no input files of its own: everything it needs is in its
-            # world's zip, so nothing is laid over it from task_files/<task_id>/.
-            "task_input_files": [],
+            # The task's own files, laid over its world's filesystem/ at the same paths: where
+            # each is in the pack (task_files/<task_id>/<path>); [] when it has none.
+            "task_input_files": [input_file_path(task, f["path"]) for f in task.input_files],
             "rubric": [{"verifier_id": c.id, "criteria": c.text} for c in task.criteria],
         })
         for criterion in task.criteria:

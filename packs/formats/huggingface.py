@@ -31,6 +31,12 @@ CRITERION = pa.struct([
     pa.field("kind", pa.string(), nullable=False),
 ])
 
+INPUT_FILE = pa.struct([
+    pa.field("path", pa.string(), nullable=False),
+    pa.field("size", pa.int64(), nullable=False),
+    pa.field("sha256", pa.string(), nullable=False),
+])
+
 SCHEMA = pa.schema([
     pa.field("task_id", pa.string(), nullable=False),
     pa.field("task_version", pa.int32(), nullable=False),
@@ -49,6 +55,7 @@ SCHEMA = pa.schema([
     pa.field("positive_points", pa.int32(), nullable=False),
     pa.field("rubric", pa.list_(CRITERION), nullable=False),
     pa.field("example_tags", pa.list_(pa.string()), nullable=False),
+    pa.field("input_files", pa.list_(INPUT_FILE), nullable=False),
     # The latest measured difficulty; null when the task was never measured.
     pa.field("difficulty_pass_at_1", pa.float64()),
     pa.field("difficulty_pass_at_k", pa.float64()),
@@ -77,6 +84,8 @@ COLUMNS = {  # for the card: every column of SCHEMA
     "rubric": "the criteria, in order: `id`, `criterion` (text), `points` (negative for a pitfall), "
               "`tags` ([essential|important|optional|pitfall]), `kind` (llm_judge or check)",
     "example_tags": "the task's taxonomy: `domain:…`, `deliverable:…`, `world:…`",
+    "input_files": "the task's own input files, laid over its world's files at `path`: `path`, `size` (bytes), `sha256`; "
+                   "the bytes are in the pack at `task_files/<task_id>/<path>`",
     "difficulty_pass_at_1": "the latest measured pass@1 (null if never measured)",
     "difficulty_pass_at_k": "the latest measured pass@k",
     "difficulty_k": "the k of `difficulty_pass_at_k`",
@@ -114,6 +123,7 @@ def task_row(task: PackTask) -> dict:
         "positive_points": task.positive_points,
         "rubric": [{"id": c.id, "criterion": c.text, "points": c.points, "tags": [c.tag], "kind": c.grader_kind} for c in task.criteria],
         "example_tags": list(task.example_tags),
+        "input_files": [dict(f) for f in task.input_files],
         "difficulty_pass_at_1": _number(difficulty.get("pass_at_1")),
         "difficulty_pass_at_k": _number(difficulty.get("pass_at_k")),
         "difficulty_k": _count(difficulty.get("k")),
@@ -166,7 +176,9 @@ def dataset_card(pack_info: dict, *, rows: int) -> str:
 
 Each task is a prompt to an agent working in a world of documents, mail, chat and calendar,
 graded by a weighted rubric. The worlds are not in this dataset: they are in the pack, as
-`world_files_zipped/<world_id>.zip` (the APEX-Agents / Archipelago layout).
+`world_files_zipped/<world_id>.zip` (the APEX-Agents / Archipelago layout). A task's own input
+files (`input_files`) are in the pack too, at `task_files/<task_id>/<path>`, laid over its world's
+files at the same paths.
 
 ```python
 from datasets import load_dataset

@@ -10,19 +10,23 @@ pack is data this writer produces: samples.jsonl, one Inspect Sample per task ve
 
 A sample's world is the pack's own `world_files_zipped/<world_id>.zip`, named relative to
 samples.jsonl (`../world_files_zipped/...`) in the Sample's `files`: Inspect copies it into
-the sample's sandbox as `world.zip`, where the tools read it.
+the sample's sandbox as `world.zip`, where the tools read it. A task's input files
+(`../task_files/<task_id>/<path>`) go into the sandbox under `task_files/`, listed in
+`task_files.json`, and the tools lay them over the world's files.
 """
 
 import json
 from pathlib import Path
 
 from packs.formats.base import FormatWriter, PackOutput
-from packs.formats.records import PackCriterion, PackTask, PackWorld
+from packs.formats.records import PackCriterion, PackTask, PackWorld, input_file_path
 
 FOLDER = "inspect"
 TEMPLATES = Path(__file__).resolve().parent / "inspect_files"
 TEMPLATE_FILES = ("task.py", "world_tools.py", "rubric_grading.py")
 WORLD_IN_SANDBOX = "world.zip"  # world_tools.WORLD_ZIP
+TASK_FILES = "task_files.json"  # world_tools.TASK_FILES
+TASK_FILES_DIR = "task_files/"  # world_tools.TASK_FILES_DIR
 
 
 def criterion_metadata(criterion: PackCriterion) -> dict:
@@ -60,8 +64,19 @@ def sample_line(task: PackTask, *, sample_id: str, world_zip: str) -> dict:
             "example_tags": list(task.example_tags),
         },
         # Relative to samples.jsonl: json_dataset resolves it against the file's folder.
-        "files": {WORLD_IN_SANDBOX: f"../{world_zip}"},
+        "files": {WORLD_IN_SANDBOX: f"../{world_zip}", **_task_files(task)},
     }
+
+
+def _task_files(task: PackTask) -> dict[str, str]:
+    """The task's input files in the sandbox (world_tools lays them over the world): each
+    under TASK_FILES_DIR at its path, and their list as TASK_FILES (inline text: a
+    `files` value that is no path is the file's content)."""
+    if not task.input_files:
+        return {}
+    paths = [f["path"] for f in task.input_files]
+    return {TASK_FILES: json.dumps(paths, ensure_ascii=False),
+            **{TASK_FILES_DIR + path: f"../{input_file_path(task, path)}" for path in paths}}
 
 
 class InspectWriter(FormatWriter):

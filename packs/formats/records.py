@@ -59,10 +59,18 @@ class PackTask:
     example_tags: tuple[str, ...] = ()  # the task's taxonomy: "domain:…", "deliverable:…", "world:…"
     difficulty: dict | None = None  # the latest measured {"n", "c", "pass_at_1", "pass_at_k", "k", "band", "batch_id"}
     cost: dict = field(default_factory=dict)  # {"model_usd": float | None, "expert_usd": None}
+    # The task's own input files, laid over its world's files at their paths:
+    # ({"path", "size", "sha256"}, ...), by path; their bytes are in the pack at input_file_path().
+    input_files: tuple[dict, ...] = ()
 
     @property
     def positive_points(self) -> int:
         return sum(c.points for c in self.criteria if c.points > 0)
+
+
+def input_file_path(task: PackTask, path: str) -> str:
+    """Where an input file of the task is in the pack (FORMATS.md: task_files/<task_id>/)."""
+    return f"task_files/{task.task_id}/{path}"
 
 
 def score(task: PackTask, met: dict[str, bool]) -> tuple[float, bool]:
@@ -149,4 +157,8 @@ def task_from_snapshot(
         example_tags=(f"domain:{domain}", f"deliverable:{deliverable}", f"world:{world_id}"),
         difficulty=difficulty,
         cost=dict(cost or {"model_usd": None, "expert_usd": None}),
+        input_files=tuple(
+            {"path": f["path"], "size": int(f["size"]), "sha256": f["sha256"]}
+            for f in sorted(task.get("input_files") or (), key=lambda f: f["path"])
+        ),
     )

@@ -5,8 +5,9 @@ and worlds in another project (packs.importer reads it back).
 taskwright/worlds.jsonl   one line per world state: world_id, title, outline, facts, and its zip
                           (world_files_zipped/<world_id>.zip: the documents, with their briefs,
                           metadata and status in the zip's .apps_data/taskwright/world.json)
-taskwright/tasks.jsonl    one line per task version: the task, its world_id, and the rubric
-                          with every criterion and the grading settings
+taskwright/tasks.jsonl    one line per task version: the task, its world_id, its input files
+                          ([{path, size, sha256}], the bytes at task_files/<task_id>/<path>), and
+                          the rubric with every criterion and the grading settings
 ```
 
 Export → import into an empty project → export gives the same bytes but for the fields
@@ -51,6 +52,7 @@ class TaskwrightWriter(FormatWriter):
             "deliverable_kind": task.deliverable_kind,
             "reference_answer": task.reference_answer,
             "world_id": task.world_id,
+            "input_files": list(task.input_files),
             "rubric": {
                 "version": task.rubric_version,
                 "pass_threshold": task.pass_threshold,

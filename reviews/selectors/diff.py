@@ -1,7 +1,7 @@
 """What changed between two submissions of the same task: the prompt and reference answer
 word by word, the rubric's criteria (paired as verification.versions pairs them, so a
 rewritten criterion reads as changed, not as one removed and one added), the rubric's
-grading settings, and the world: its outline, facts and documents (added, removed, moved,
+grading settings, the task's input files (by path and sha256), and the world: its outline, facts and documents (added, removed, moved,
 changed, each changed one with its line diff, a spreadsheet compared by the values it shows).
 
 Every piece of text here is user text: the HTML this module builds escapes all of it and
@@ -79,6 +79,17 @@ def _fact_changes(old: list[dict], new: list[dict]) -> list[dict]:
     return rows
 
 
+def _input_file_changes(old: list[dict], new: list[dict]) -> dict:
+    """The task's input files, by path: added, removed, and changed (other bytes)."""
+    before = {f["path"]: f for f in old or []}
+    after = {f["path"]: f for f in new or []}
+    changed = [{"path": p, "old_size": before[p]["size"], "size": f["size"]} for p, f in after.items()
+               if p in before and before[p]["sha256"] != f["sha256"]]
+    added = [f for p, f in after.items() if p not in before]
+    removed = [f for p, f in before.items() if p not in after]
+    return {"added": added, "removed": removed, "changed": changed, "any": bool(added or removed or changed)}
+
+
 # --- Rubric --------------------------------------------------------------------------------------------
 
 def _criterion(c: Criterion, number: int | None) -> dict:
@@ -139,9 +150,11 @@ def submission_diff(*, previous: Submission, current: Submission) -> dict:
         settings = _settings_changes(previous, current)
     documents = _document_changes(old.get("world", {}).get("documents", []), new.get("world", {}).get("documents", []))
     facts = _fact_changes(old.get("world", {}).get("facts", []), new.get("world", {}).get("facts", []))
+    input_files = _input_file_changes(old.get("task", {}).get("input_files", []), new.get("task", {}).get("input_files", []))
     return {
         "previous_number": previous.number, "current_number": current.number, "previous": previous,
         "old_rubric_number": old.get("rubric", {}).get("version"), "new_rubric_number": new.get("rubric", {}).get("version"),
         "fields": fields, "criteria": criteria, "settings": settings, "documents": documents, "facts": facts,
-        "nothing_changed": not (fields or criteria["any"] or settings or documents["any"] or facts),
+        "input_files": input_files,
+        "nothing_changed": not (fields or criteria["any"] or settings or documents["any"] or facts or input_files["any"]),
     }

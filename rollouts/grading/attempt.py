@@ -13,14 +13,17 @@ class Attempt:
     changed_files: list[tuple[str, str]] = field(default_factory=list)  # (path, text after)
     overlay: object = None
     world: object = None
+    env_task_id: int | None = None  # its input files are laid over the world, as the agent saw them
     _workspace: object = field(default=None, repr=False, compare=False)
 
     def workspace(self):
-        """The world merged with the attempt's overlay, loaded once for all its checks."""
+        """The world (with the task's input files) merged with the attempt's overlay, loaded
+        once for all its checks."""
         if self._workspace is None:
             from workspace.tools import Workspace
+            from workspace.tools.world import world_items_of
 
-            self._workspace = Workspace(self.world, self.overlay)
+            self._workspace = Workspace(self.world, self.overlay, world_items=world_items_of(self.world.pk, self.env_task_id))
         return self._workspace
 
 
@@ -40,5 +43,5 @@ def attempt_of_rollout(rollout: Rollout) -> Attempt:
         changes = [(c.path, c.after or "") for c in overlay_diff(overlay=rollout.overlay) if c.action != "deleted"]
     return Attempt(
         prompt=rollout.batch.task_snapshot["prompt"], answer=rollout.final_answer, trajectory="\n".join(lines)[-60_000:],
-        changed_files=changes, overlay=rollout.overlay, world=rollout.batch.env_task.world,
+        changed_files=changes, overlay=rollout.overlay, world=rollout.batch.env_task.world, env_task_id=rollout.batch.env_task_id,
     )

@@ -25,6 +25,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance, status_code_conformance
 
+from authoring.services.task_files import task_input_file_add_bytes
 from packs.services import pack_build, pack_create
 from reviews.services import submission_create
 from rollouts.models import Step
@@ -64,12 +65,14 @@ def objects(team, demo, settings, tmp_path):  # noqa: F811
     pack = pack_create(project_id=team.project.pk, user=team.admin, name="Fuzzed pack", submission_ids=[approved.pk])
     pack_build(pack_id=pack.pk)
     criterion = env_task.rubric_versions.get().criteria.first()
+    input_file = task_input_file_add_bytes(env_task=env_task, user=team.author, path="Inputs/figures.csv", data=b"q,revenue\nQ1,120\n")
     return {
         "projects": [team.project.pk],
         "worlds": [world.pk, approved.env_task.world_id],
         "documents": list(world.documents.values_list("pk", flat=True)),
         "tasks": [env_task.pk, approved.env_task_id],
         "criteria": [criterion.pk],
+        "task-input-files": [input_file.pk],
         "submissions": [queued.pk, approved.pk],
         "packs": [pack.pk],
         "document-versions": list(world.documents.first().versions.values_list("pk", flat=True)),

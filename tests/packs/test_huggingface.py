@@ -40,7 +40,8 @@ def test_load_dataset_reads_typed_columns_and_the_task(demo_pack, tmp_path, load
 
     task = replace(demo_pack.tasks[0],
                    difficulty={"n": 8, "c": 3, "pass_at_1": 0.375, "pass_at_k": 0.9, "k": 4, "band": "hard", "batch_id": 1},
-                   cost={"model_usd": 1.25, "expert_usd": None})
+                   cost={"model_usd": 1.25, "expert_usd": None},
+                   input_files=({"path": "Inputs/figures.csv", "size": 12, "sha256": "ab" * 32},))
     pack = write_pack(HuggingFaceWriter, tmp_path, tasks=[task, demo_pack.tasks[0]], worlds=demo_pack.worlds)
     tasks = load_dataset(pack / "hf" / "tasks.parquet")
 
@@ -52,6 +53,7 @@ def test_load_dataset_reads_typed_columns_and_the_task(demo_pack, tmp_path, load
         "reference_answer": Value("string"), "deliverable_kind": Value("string"), "rubric_version": Value("int32"),
         "pass_threshold": Value("float64"), "all_must_pass": Value("bool"), "judge_samples": Value("int32"),
         "positive_points": Value("int32"), "rubric": List(rubric_item), "example_tags": List(Value("string")),
+        "input_files": List({"path": Value("string"), "size": Value("int64"), "sha256": Value("string")}),
         "difficulty_pass_at_1": Value("float64"), "difficulty_pass_at_k": Value("float64"), "difficulty_k": Value("int32"),
         "difficulty_n": Value("int32"), "difficulty_band": Value("string"), "cost_model_usd": Value("float64"),
     })
@@ -70,6 +72,7 @@ def test_load_dataset_reads_typed_columns_and_the_task(demo_pack, tmp_path, load
     assert row["rubric"][0] == {"id": f"{task.task_id}-c1", "criterion": task.criteria[0].text, "points": 10, "tags": ["essential"],
                                 "kind": "llm_judge"}
     assert row["example_tags"] == list(task.example_tags)
+    assert row["input_files"] == [{"path": "Inputs/figures.csv", "size": 12, "sha256": "ab" * 32}] and unmeasured["input_files"] == []
     assert (row["difficulty_pass_at_1"], row["difficulty_pass_at_k"], row["difficulty_k"], row["difficulty_n"]) == (0.375, 0.9, 4, 8)
     assert (row["difficulty_band"], row["cost_model_usd"]) == ("hard", 1.25)
     assert [unmeasured[c] for c in ("difficulty_pass_at_1", "difficulty_k", "difficulty_band", "cost_model_usd")] == [None] * 4

@@ -325,3 +325,28 @@ def test_pass_at_k_over_epochs_counts_the_runs_that_passed(demo_pack, tmp_path):
     assert reported[("passed", "pass_at_1")] == 0.5  # pass@1
     assert reported[("passed", "pass_at_2")] == 1.0  # pass@2: at least one of the two runs passed
     assert reported[("passed", "pass_k_2")] == 0.0  # pass^2: not both
+
+
+def test_the_sample_gets_the_tasks_input_files_and_the_agents_tools_read_them(demo_pack, tmp_path):
+    import hashlib
+
+    from packs.formats.records import input_file_path
+
+    figures = b"quarter,revenue\nQ1,120\nQ2,135\n"
+    task = dataclasses.replace(demo_pack.tasks[0], input_files=(
+        {"path": "Inputs/figures.csv", "size": len(figures), "sha256": hashlib.sha256(figures).hexdigest()},
+    ))
+    root = tmp_path / "pack"
+    DirectoryOutput(root).write_bytes(input_file_path(task, "Inputs/figures.csv"), figures)
+    pack = build(root, demo_pack, [task])
+    plan = '("list_files", lambda m: {}),\n    ("read_file", lambda m: {"path": "/Inputs/figures.csv"}),'
+    scripted = tmp_path / "scripted.py"
+    scripted.write_text(SCRIPTED.replace('("list_files", lambda m: {}),', plan, 1))
+    log = run(pack, tmp_path / "logs", "script", str(scripted), "inspect/task.py", str(tmp_path / "logs"), "{}", "1")
+    assert log.status == "success"
+    (sample,) = log.samples
+    tool_texts = [m.text for m in sample.messages if m.role == "tool"]
+    assert "/Inputs/figures.csv" in tool_texts[0] and "/Deal/Letter of intent.docx" in tool_texts[0]  # laid over the world
+    assert "Q2,135" in tool_texts[1]
+    line = json.loads((pack / "inspect" / "samples.jsonl").read_text().splitlines()[0])
+    assert line["files"]["task_files/Inputs/figures.csv"] == f"../task_files/{task.task_id}/Inputs/figures.csv"

@@ -258,6 +258,32 @@ def test_the_diff_names_every_change(two_versions):
     assert ("del", "Closing: March.") in rewritten["lines"] and ("add", "Closing: 31 March 2026.") in rewritten["lines"]
 
 
+def test_input_files_added_removed_and_replaced_are_in_the_diff_and_on_the_page(reviewer_client, team, env_task, settings,
+                                                                                 tmp_path):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from authoring.services.task_files import task_input_file_add_bytes, task_input_file_remove, task_input_file_replace
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    task_input_file_add_bytes(env_task=env_task, user=team.author, path="Inputs/figures.csv", data=b"q,revenue\nQ1,120\n")
+    task_input_file_add_bytes(env_task=env_task, user=team.author, path="Inputs/old.md", data=b"Old notes.")
+    first = services.submission_create(env_task=env_task, user=team.author)
+    services.submission_claim_next(user=team.reviewer)
+    services.review_decide(submission=first, user=team.reviewer, decision="request_changes", comment="Update the figures.",
+                           checklist=factories.checklist(team.project.pk))
+    env_task.refresh_from_db()
+    figures = env_task.input_files.get(path="Inputs/figures.csv")
+    task_input_file_replace(input_file=figures, user=team.author, uploaded_file=SimpleUploadedFile("f.csv", b"q,revenue\nQ1,125\n"))
+    task_input_file_remove(input_file=env_task.input_files.get(path="Inputs/old.md"), user=team.author)
+    task_input_file_add_bytes(env_task=env_task, user=team.author, path="Inputs/new.md", data=b"New notes.")
+    second = services.submission_create(env_task=env_task, user=team.author)
+    changes = submission_diff(previous=first, current=second)["input_files"]
+    assert [f["path"] for f in changes["added"]] == ["Inputs/new.md"] and [f["path"] for f in changes["removed"]] == ["Inputs/old.md"]
+    assert [f["path"] for f in changes["changed"]] == ["Inputs/figures.csv"]
+    page = reviewer_client.get(reverse("submission-review", args=[second.pk])).content.decode()
+    assert 'id="evidence-diff-input-files"' in page and "Inputs/new.md" in page and "Inputs/figures.csv" in page
+
+
 def test_criteria_are_paired_added_removed_and_changed_in_text_points_or_tag():
     def criterion(pk: int, position: int, text: str, points: int, tag: str = "important") -> Criterion:
         return Criterion(pk=pk, position=position, text=text, points=points, tag=tag)

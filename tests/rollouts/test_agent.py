@@ -608,3 +608,38 @@ def test_a_kill_between_a_rollouts_end_and_its_grade_request_leaves_neither(
     rollout.refresh_from_db()
     assert (rollout.status, rollout.final_answer) == (RolloutStatus.COMPLETED, "The purchase price is $12m.")
     assert Grade.objects.filter(rollout=rollout).count() == 1 and len(fake_llm.requests) == 1  # not asked again
+
+
+def test_the_agent_sees_the_tasks_input_files_laid_over_the_world(team, task, world, endpoint, fake_llm, settings, tmp_path,
+                                                                   django_capture_on_commit_callbacks):
+    from authoring.services.task_files import task_input_file_add_bytes
+    from tests import factories
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    task_input_file_add_bytes(env_task=task, user=team.author, path="Inputs/figures.csv", data=b"quarter,revenue\nQ1,120\nQ2,135\n")
+    task_input_file_add_bytes(env_task=task, user=team.author, path="Deal/Doc 1.md", data=b"The purchase price is $14m (task file).")
+    fake_llm.script(
+        Reply(content=None, tool_calls=[{"name": "list_files", "arguments": {"recursive": True}}]),
+        Reply(content=None, tool_calls=[{"name": "read_file", "arguments": {"path": "Inputs/figures.csv"}},
+                                        {"name": "read_file", "arguments": {"path": "Deal/Doc 1.md"}}]),
+        Reply(content="Q2 revenue was 135; the price is $14m."),
+    )
+    rollout = start(task, team, endpoint, django_capture_on_commit_callbacks).rollouts.get()
+    rollout_execute(rollout_id=rollout.pk)
+    listing, figures, deal = [s.text for s in rollout.steps.filter(kind=StepKind.TOOL).order_by("index")]
+    assert "Inputs/figures.csv" in listing and "Deal/Doc 2.md" in listing  # the task's file and the world's
+    assert "Q2" in figures and "135" in figures
+    assert "$14m (task file)" in deal and "$12m" not in deal  # the task's file wins over the world's at its path
+
+    # Another task on the same world, run in the same worker process, does not see them.
+    other = factories.env_task(world, team.author, title="Another task on the same world")
+    fake_llm.script(
+        Reply(content=None, tool_calls=[{"name": "read_file", "arguments": {"path": "Deal/Doc 1.md"}},
+                                        {"name": "read_file", "arguments": {"path": "Inputs/figures.csv"}}]),
+        Reply(content="The price is $12m."),
+    )
+    rollout = start(other, team, endpoint, django_capture_on_commit_callbacks).rollouts.get()
+    rollout_execute(rollout_id=rollout.pk)
+    deal, figures = rollout.steps.filter(kind=StepKind.TOOL).order_by("index")
+    assert "$12m" in deal.text and not deal.is_error
+    assert figures.is_error and "No file at 'Inputs/figures.csv'" in figures.text

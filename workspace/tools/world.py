@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from authoring.models import Document, DocumentKind, World
+from authoring.models import Document, DocumentKind, TaskInputFile, World
 from workspace.models import Overlay, OverlayAction, OverlayEntry
 
 SEPARATOR = re.compile(r'[,;](?=(?:[^"]*"[^"]*")*[^"]*$)')  # outside double quotes
@@ -136,12 +136,18 @@ def channel_key(channel: str) -> str:
     return " ".join(channel.split()).lstrip("#").lower()
 
 
-def world_items_of(world_id: int) -> dict[str, Item]:
-    """The world's own items (path → item), in the data room's order: one query."""
+def world_items_of(world_id: int, env_task_id: int | None = None) -> dict[str, Item]:
+    """The world's own items (path → item), in the data room's order: one query. With a
+    task, its input files are laid over them (one more query): a task file at the path
+    of a world item takes its place, the others come after the world's items."""
     world_items: dict[str, Item] = {}
     rows = Document.objects.filter(world_id=world_id).order_by("position", "id")
     for path, kind, fmt, content, metadata in rows.values_list("path", "kind", "format", "content", "metadata"):
         world_items[path] = Item(path, kind, fmt, content, metadata if isinstance(metadata, dict) else {})
+    if env_task_id is not None:
+        task_files = TaskInputFile.objects.filter(env_task_id=env_task_id).order_by("path", "id")
+        for path, fmt, content in task_files.values_list("path", "format", "content"):
+            world_items[path] = Item(path, DocumentKind.FILE, fmt, content)
     return world_items
 
 

@@ -21,7 +21,9 @@ The samples
   tag, grader_kind, grader_config) with pass_threshold, all_must_pass, judge_samples and
   world_id. files = {"world.zip": "../world_files_zipped/<world_id>.zip"}: Inspect copies
   the task's world zip (the APEX-Agents / Archipelago layout) into the sample's sandbox,
-  where the world tools read it. The sandbox is "local": a temporary folder per sample,
+  where the world tools read it. A task with input files of its own also has
+  {"task_files/<path>": "../task_files/<task_id>/<path>", ...} and "task_files.json" (their
+  paths): the tools lay them over the world's files. The sandbox is "local": a temporary folder per sample,
   in which nothing is run (the tools only read world.zip through sandbox(), so another
   sandbox type given with --sandbox serves the same way).
 
@@ -77,7 +79,7 @@ from inspect_ai.scorer import Score, Target, mean, scorer, stderr
 from inspect_ai.solver import TaskState
 from inspect_ai.util import collect
 from rubric_grading import JUDGE_SYSTEM, CheckError, aggregate, judge_user_message, majority, parse_verdict, run_check
-from world_tools import WORLD_ZIP, world_tools
+from world_tools import TASK_FILES_DIR, WORLD_ZIP, world_tools
 
 HERE = Path(__file__).resolve().parent
 
@@ -101,6 +103,10 @@ def load_samples() -> Dataset:
             raise FileNotFoundError(
                 f"{sample.id}: its world {world!r} is missing; run from the unpacked pack with world_files_zipped/ next to inspect/."
             )
+        for name, source in (sample.files or {}).items():
+            if name.startswith(TASK_FILES_DIR) and not Path(source).is_file():
+                raise FileNotFoundError(f"{sample.id}: its input file {source!r} is missing; run from the unpacked pack with "
+                                        "task_files/ next to inspect/.")
     return dataset
 
 

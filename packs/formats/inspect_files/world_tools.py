@@ -1,7 +1,9 @@
 """Read-only tools over a Taskwright world, for an Inspect AI agent.
 
-Each sample's world is copied into its sandbox as `world.zip` (Sample.files). The zip is
-in the APEX-Agents / Archipelago layout:
+Each sample's world is copied into its sandbox as `world.zip` (Sample.files), and the
+task's own input files, when it has any, under `task_files/`, with their data-room paths
+listed in `task_files.json`: the tools lay them over the world's files (a task file wins
+over a world file at the same path). The zip is in the APEX-Agents / Archipelago layout:
 
     filesystem/...                                   the data room (the agent sees it as "/")
     .apps_data/mail/sent.mbox                        all email, one mbox
@@ -25,7 +27,7 @@ import posixpath
 import re
 import zipfile
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from xml.etree import ElementTree
 
@@ -33,6 +35,8 @@ from inspect_ai.tool import Tool, ToolError, tool
 from inspect_ai.util import sandbox
 
 WORLD_ZIP = "world.zip"  # where Sample.files puts the world, relative to the sandbox's working directory
+TASK_FILES = "task_files.json"  # the data-room paths of the task's own input files, when it has any
+TASK_FILES_DIR = "task_files/"  # where Sample.files puts them, each at its data-room path below this folder
 FILESYSTEM = "filesystem/"
 MAIL_DIR = ".apps_data/mail/"
 CHAT_GROUPS = ".apps_data/chat/Groups/"
@@ -48,12 +52,18 @@ TEXT_SUFFIXES = {".md", ".txt", ".csv", ".tsv", ".json", ".yaml", ".yml", ".xml"
 @dataclass
 class World:
     archive: zipfile.ZipFile
+    # The task's own input files, by zip name (filesystem/<path>): laid over the world's.
+    task_files: dict[str, bytes] = field(default_factory=dict)
 
     def names(self, prefix: str) -> list[str]:
-        return sorted(n for n in self.archive.namelist() if n.startswith(prefix) and not n.endswith("/"))
+        found = {n for n in self.archive.namelist() if n.startswith(prefix) and not n.endswith("/")}
+        return sorted(found | {n for n in self.task_files if n.startswith(prefix)})
 
     def read(self, name: str) -> bytes:
-        return self.archive.read(name)
+        return self.task_files[name] if name in self.task_files else self.archive.read(name)
+
+    def size(self, name: str) -> int:
+        return len(self.task_files[name]) if name in self.task_files else self.archive.getinfo(name).file_size
 
     @cached_property
     def sidecar(self) -> dict:
@@ -69,9 +79,20 @@ async def open_world() -> World:
     except FileNotFoundError:
         raise ToolError("This sample has no world (world.zip is not in the sandbox).") from None
     try:
-        return World(zipfile.ZipFile(io.BytesIO(data)))
+        archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
         raise ToolError("world.zip in the sandbox is not a zip: run from the unpacked pack's root.") from None
+    return World(archive, await _task_files())
+
+
+async def _task_files() -> dict[str, bytes]:
+    """The task's input files: TASK_FILES lists their data-room paths; each is in the
+    sandbox under TASK_FILES_DIR (Sample.files)."""
+    try:
+        paths = json.loads(await sandbox().read_file(TASK_FILES))
+    except FileNotFoundError:
+        return {}
+    return {data_room_path(path): await sandbox().read_file(TASK_FILES_DIR + path, text=False) for path in paths}
 
 
 def data_room_path(path: str) -> str:
@@ -202,7 +223,7 @@ def pdf_text(data: bytes) -> str:
 
 def file_text(world: World, name: str) -> str:
     """The text of one data-room file (`name` is its zip name under filesystem/)."""
-    source = world.sidecar.get("files", {}).get(name.removeprefix(FILESYSTEM))
+    source = None if name in world.task_files else world.sidecar.get("files", {}).get(name.removeprefix(FILESYSTEM))
     written = source["content"] if isinstance(source, dict) and isinstance(source.get("content"), str) else None
     data = world.read(name)
     suffix = posixpath.splitext(name)[1].lower()
@@ -353,8 +374,7 @@ def list_files() -> Tool:
         world = await open_world()
         prefix = data_room_path(folder)
         prefix = prefix if prefix.endswith("/") else prefix + "/"
-        rows = [f"/{i.filename.removeprefix(FILESYSTEM)}  ({i.file_size} bytes)" for i in world.archive.infolist()
-                if i.filename.startswith(prefix) and not i.is_dir()]
+        rows = [f"/{name.removeprefix(FILESYSTEM)}  ({world.size(name)} bytes)" for name in world.names(prefix)]
         return "\n".join(sorted(rows)) or f"No files under {folder}."
 
     return execute
@@ -371,7 +391,7 @@ def read_file() -> Tool:
         """
         world = await open_world()
         name = data_room_path(path)
-        if name not in world.archive.namelist():
+        if name not in world.task_files and name not in world.archive.namelist():
             raise ToolError(f"No file {path!r} in the data room; list_files shows what there is.")
         return _page(file_text(world, name), offset)
 
