@@ -279,7 +279,8 @@ def build_pack_zip(
                 grading={"pass_threshold": row.pass_threshold, "all_must_pass": row.all_must_pass, "judge_samples": row.judge_samples},
                 difficulty=row.difficulty, cost=row.cost,
             )
-            _task_files_into(output, task, open_task_file, label, totals)
+            if with_worlds:  # (read by the formats that lay them over a world; the others only list them)
+                _task_files_into(output, task, open_task_file, label, totals)
             _each_writer(writers, "add_task", task, label)
             totals.tasks += 1
             totals.criteria += len(task.criteria)

@@ -62,7 +62,7 @@ class BatchSerializer(serializers.Serializer):
     project = serializers.IntegerField(source="project_id")
     rubric_version = serializers.IntegerField(source="rubric_version_id", help_text="The frozen rubric version the batch ran against.")
     rubric_version_number = serializers.IntegerField(source="rubric_version.number")
-    task_snapshot = serializers.DictField(help_text="The task as it was when the batch started: title, prompt, deliverable_kind, revision.")
+    task_snapshot = serializers.DictField(help_text="The task as it was when the batch started: title, prompt, deliverable_kind, revision, input_files ({path, size, sha256} each).")
     endpoint = serializers.IntegerField(source="endpoint_id", allow_null=True)
     endpoint_name = serializers.CharField()
     endpoint_is_scripted = serializers.BooleanField(source="endpoint_scripted", help_text="The scripted sample model, not a real one.")

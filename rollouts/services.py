@@ -60,7 +60,7 @@ def rollout_batch_start(
     batch = RolloutBatch.objects.create(
         env_task=env_task, project_id=env_task.project_id, rubric_version=rubric,
         task_snapshot={"title": env_task.title, "prompt": env_task.prompt, "deliverable_kind": env_task.deliverable_kind,
-                       "revision": env_task.revision},
+                       "revision": env_task.revision, "input_files": [f.as_frozen() for f in env_task.input_files.all()]},
         endpoint=endpoint, endpoint_name=endpoint.name, endpoint_scripted=endpoint.is_scripted, mode=mode,
         temperature=None if temperature is None else float(temperature), system_prompt=system_prompt, created_by=user, **values,
     )

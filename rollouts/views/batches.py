@@ -175,6 +175,9 @@ def _batch_context(request: HttpRequest, batch: RolloutBatch) -> dict:
         "project": env_task.world.project,
         "snapshot": batch.task_snapshot,
         "task_changed": env_task.revision != batch.task_snapshot.get("revision"),
+        # (a batch started before tasks had input files recorded none: nothing to compare)
+        "input_files_changed": "input_files" in batch.task_snapshot
+        and batch.task_snapshot["input_files"] != [f.as_frozen() for f in env_task.input_files.all()],
         "rubric_criteria": list(batch.rubric_version.criteria.all()),
         "created_by": batch.created_by.username if batch.created_by else "",
         "time_limit_label": seconds(batch.time_limit_seconds * 1000),

@@ -90,6 +90,17 @@ def test_every_format_names_the_files_and_the_zip_holds_their_exact_bytes(task_w
     assert figures not in pack_format_files(pack=pack, key="healthbench")
 
 
+def test_a_pack_of_formats_that_run_no_agent_lists_the_input_files_without_their_bytes(task_with_files):
+    project, env_task, submission = task_with_files
+    admin = project.memberships.get(role=Role.ADMIN).user
+    _, data = build(project, admin, [submission.pk], formats=("healthbench", "huggingface"))
+    archive = zipfile.ZipFile(io.BytesIO(data))
+    assert not [name for name in archive.namelist() if name.startswith("task_files/")]
+    assert "`task_files/<task_id>/`" not in archive.read("README.md").decode()
+    table = pq.read_table(io.BytesIO(archive.read("hf/tasks.parquet")))
+    assert [f["path"] for f in table.column("input_files").to_pylist()[0]] == ["Inputs/Board memo.md", "Inputs/figures.csv"]
+
+
 def test_the_frozen_bytes_are_packed_even_after_the_author_replaced_the_file(task_with_files):
     project, env_task, submission = task_with_files
     env_task.input_files.filter(path="Inputs/figures.csv").delete()  # (the task is approved: as a later edit would)

@@ -126,6 +126,23 @@ def test_without_a_model_the_panel_says_what_to_do(author_client, task):
     assert 'id="run-trials"' not in body
 
 
+def test_the_batch_page_lists_the_input_files_it_started_with_and_says_when_they_changed(
+        author_client, team, task, endpoint, settings, tmp_path, django_capture_on_commit_callbacks):
+    from authoring.services.task_files import task_input_file_add_bytes, task_input_file_remove
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    figures = task_input_file_add_bytes(env_task=task, user=team.author, path="Inputs/figures.csv", data=b"quarter,revenue\nQ1,120\n")
+    batch = start(author_client, task, endpoint, django_capture_on_commit_callbacks, n=1)
+    assert batch.task_snapshot["input_files"] == [{"path": "Inputs/figures.csv", "size": 23, "sha256": figures.sha256}]
+    page = text(author_client.get(reverse("batch-detail", args=[batch.pk])))
+    assert "Input files (1, when the batch started)" in page and "Inputs/figures.csv" in page
+    assert "The task's input files have changed since" not in page
+
+    task_input_file_remove(input_file=figures, user=team.author)
+    page = text(author_client.get(reverse("batch-detail", args=[batch.pk])))
+    assert "The task's input files have changed since" in page and "Inputs/figures.csv" in page  # still what it ran with
+
+
 def test_reviewer_reads_batches_but_has_no_run_form(client, team, task, endpoint, django_capture_on_commit_callbacks):
     client.force_login(team.author)
     batch = start(client, task, endpoint, django_capture_on_commit_callbacks)
