@@ -3,6 +3,7 @@ The authored world is never touched here: an overlay entry shadows, adds or hide
 data-room path, and only in its own overlay."""
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
@@ -15,10 +16,13 @@ from authoring.rendering.headers import EMAIL
 from authoring.services.common import author_membership
 from authoring.services.documents import MAX_CONTENT_CHARS, clean_document_fields, clean_path
 from authoring.services.upload_plans import clean_file_name, plan_file
-from authoring.services.uploads import MAX_UPLOAD_BYTES
+from authoring.services.uploads import read_upload
 from core.exceptions import ApplicationError
 from core.validation import reject_unstorable
 from workspace.models import DEFAULT_ACTOR_EMAIL, DEFAULT_ACTOR_NAME, Overlay, OverlayAction, OverlayEntry, OverlayPurpose
+
+if TYPE_CHECKING:  # (workspace.tools imports these services)
+    from workspace.tools.world import Item
 
 MAX_OVERLAY_ENTRIES = 2_000
 
@@ -110,11 +114,16 @@ def overlay_entry_upsert(*, overlay: Overlay, path: str, kind: str, format: str,
 
 
 @transaction.atomic
-def overlay_entry_delete(*, overlay: Overlay, path: str) -> OverlayEntry | None:
+def overlay_entry_delete(*, overlay: Overlay, path: str, original: "Item | None" = None) -> OverlayEntry | None:
     """Hide `path`. A path the world holds gets a delete entry; a path only the overlay
-    added loses its entry (None is returned): the world never had it."""
+    added loses its entry (None is returned): the world never had it. `original`: what
+    lies beneath the overlay at `path`, when the caller's workspace knows better than the
+    world's documents (a rollout's has the task's input files too); else they are read."""
     path = clean_path(path)
-    original = Document.objects.filter(world_id=overlay.world_id, path=path).values("kind", "format").first()
+    if original is not None:
+        original = {"kind": original.kind, "format": original.format}
+    else:
+        original = Document.objects.filter(world_id=overlay.world_id, path=path).values("kind", "format").first()
     if original is None:
         if OverlayEntry.objects.filter(overlay_id=overlay.pk, path=path).delete()[0]:
             _touch(overlay)
@@ -246,20 +255,6 @@ def sandbox_file_delete(*, overlay: Overlay, user: User, path: str) -> None:
     _tool_call(_workspace(overlay), "delete_file", {"path": path})
 
 
-def _read_upload(uploaded_file: UploadedFile) -> bytes:
-    limit = MAX_UPLOAD_BYTES
-    too_big = ApplicationError(f"The file is larger than {limit // (1024 * 1024)} MB; upload files of at most {limit // (1024 * 1024)} MB.")
-    if uploaded_file.size is not None and uploaded_file.size > limit:
-        raise too_big
-    chunks, size = [], 0
-    for chunk in uploaded_file.chunks():
-        size += len(chunk)
-        if size > limit:  # the declared size is the client's word; count
-            raise too_big
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 def _free(path: str, taken) -> str:
     if not taken(path):
         return path
@@ -282,7 +277,7 @@ def sandbox_file_upload(*, overlay: Overlay, user: User, uploaded_file: Uploaded
     if folder:
         folder = clean_path(folder)
     name = clean_file_name(uploaded_file.name or "")
-    plan = plan_file(world=overlay.world, data=_read_upload(uploaded_file), name=name, path=f"{folder}/" if folder else "")
+    plan = plan_file(world=overlay.world, data=read_upload(uploaded_file), name=name, path=f"{folder}/" if folder else "")
     ws = _workspace(overlay)
     renamed: dict[str, str] = {}
     chosen: set[str] = set()

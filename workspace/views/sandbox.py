@@ -10,13 +10,14 @@ from pathlib import PurePosixPath
 from urllib.parse import urlencode
 
 from django.contrib import messages
+from django.forms import Form
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
 from authoring.models import DocumentKind
 from core.exceptions import ApplicationError, PermissionRefused
-from core.views import REFUSAL_HEADER, UNPROCESSABLE, error_status
+from core.views import REFUSAL_HEADER, error_status
 from workspace import services
 from workspace.forms import ChatPostForm, ChatReplyForm, EmailComposeForm, EmailReplyForm, EventForm, FileEditForm, FileUploadForm
 from workspace.views.calendar import calendar_screen
@@ -41,11 +42,26 @@ def _done(request: HttpRequest, s: Scope, screen: Callable, base: str, params: d
     return redirect(_url(base, params, fragment))
 
 
-def _refused(request: HttpRequest, s: Scope, screen: Callable, params: dict, error: ApplicationError | None, **forms) -> HttpResponse:
+class _FormInvalid(ApplicationError):
+    """A form that did not validate: its field errors say why, so there is no message
+    above it (422), and no service was asked."""
+
+    def __init__(self) -> None:
+        super().__init__("")
+
+
+def _cleaned(form: Form) -> dict:
+    """The form's data, or _FormInvalid: a view calls it inside the try that calls its
+    service, so a form with errors is refused the same way as a write the service refuses."""
+    if not form.is_valid():
+        raise _FormInvalid
+    return form.cleaned_data
+
+
+def _refused(request: HttpRequest, s: Scope, screen: Callable, params: dict, error: ApplicationError, **forms) -> HttpResponse:
     """The screen again, the refused form bound (what was typed, its field errors) and the
     service's reason above it: 422, or 403 when the user's role may not write here."""
-    status = error_status(error) if error else UNPROCESSABLE
-    response = screen(request, s, params, status=status, error=error.message if error else "", **forms)
+    response = screen(request, s, params, status=error_status(error), error=error.message, **forms)
     if isinstance(error, PermissionRefused):
         response[REFUSAL_HEADER] = "1"
     return response
@@ -60,31 +76,28 @@ def _sandbox(request: HttpRequest, pk: int) -> Scope:
 @require_POST
 def sandbox_mail_send(request: HttpRequest, pk: int) -> HttpResponse:
     s = _sandbox(request, pk)
-    form, error = EmailComposeForm(request.POST), None
-    if form.is_valid():
-        try:
-            path = services.sandbox_email_send(overlay=s.overlay, user=request.user, to=form.cleaned_data["to"],
-                                               cc=form.cleaned_data["cc"], subject=form.cleaned_data["subject"],
-                                               body=form.cleaned_data["body"])
-            return _done(request, s, mail_screen, s.mail_url, {"id": path}, "Sent. The email is in Mail/Sent of this sandbox.")
-        except ApplicationError as exc:
-            error = exc
-    return _refused(request, s, mail_screen, {"compose": "1"}, error, compose_form=form)
+    form = EmailComposeForm(request.POST)
+    try:
+        data = _cleaned(form)
+        path = services.sandbox_email_send(overlay=s.overlay, user=request.user, to=data["to"], cc=data["cc"], subject=data["subject"],
+                                           body=data["body"])
+        return _done(request, s, mail_screen, s.mail_url, {"id": path}, "Sent. The email is in Mail/Sent of this sandbox.")
+    except ApplicationError as error:
+        return _refused(request, s, mail_screen, {"compose": "1"}, error, compose_form=form)
 
 
 @require_POST
 def sandbox_mail_reply(request: HttpRequest, pk: int) -> HttpResponse:
     s = _sandbox(request, pk)
     email_id = request.POST.get("id", "")
-    form, error = EmailReplyForm(request.POST), None
-    if form.is_valid():
-        try:
-            path = services.sandbox_email_reply(overlay=s.overlay, user=request.user, email_id=email_id, body=form.cleaned_data["body"],
-                                                reply_all=form.cleaned_data["reply_all"])
-            return _done(request, s, mail_screen, s.mail_url, {"id": path}, "Reply sent.", fragment=anchor(path))
-        except ApplicationError as exc:
-            error = exc
-    return _refused(request, s, mail_screen, {"id": email_id}, error, reply_form=form)
+    form = EmailReplyForm(request.POST)
+    try:
+        data = _cleaned(form)
+        path = services.sandbox_email_reply(overlay=s.overlay, user=request.user, email_id=email_id, body=data["body"],
+                                            reply_all=data["reply_all"])
+        return _done(request, s, mail_screen, s.mail_url, {"id": path}, "Reply sent.", fragment=anchor(path))
+    except ApplicationError as error:
+        return _refused(request, s, mail_screen, {"id": email_id}, error, reply_form=form)
 
 
 # --- chat ----------------------------------------------------------------------------------------
@@ -93,34 +106,31 @@ def sandbox_mail_reply(request: HttpRequest, pk: int) -> HttpResponse:
 def sandbox_chat_post(request: HttpRequest, pk: int) -> HttpResponse:
     s = _sandbox(request, pk)
     channel = request.POST.get("channel", "")
-    form, error = ChatPostForm(request.POST), None
-    if form.is_valid():
-        try:
-            path = services.sandbox_chat_post(overlay=s.overlay, user=request.user, channel=channel, text=form.cleaned_data["text"])
-            return _done(request, s, chat_screen, s.chat_url, {"channel": channel}, "Posted.", fragment=anchor(path))
-        except ApplicationError as exc:
-            error = exc
-    return _refused(request, s, chat_screen, {"channel": channel}, error, post_form=form)
+    form = ChatPostForm(request.POST)
+    try:
+        data = _cleaned(form)
+        path = services.sandbox_chat_post(overlay=s.overlay, user=request.user, channel=channel, text=data["text"])
+        return _done(request, s, chat_screen, s.chat_url, {"channel": channel}, "Posted.", fragment=anchor(path))
+    except ApplicationError as error:
+        return _refused(request, s, chat_screen, {"channel": channel}, error, post_form=form)
 
 
 @require_POST
 def sandbox_chat_reply(request: HttpRequest, pk: int) -> HttpResponse:
     s = _sandbox(request, pk)
     message_id, channel = request.POST.get("id", ""), request.POST.get("channel", "")
-    form, error = ChatReplyForm(request.POST, auto_id=f"id_{anchor(message_id)}_%s"), None
-    if form.is_valid():
-        try:
-            path = services.sandbox_chat_reply(overlay=s.overlay, user=request.user, message_id=message_id, text=form.cleaned_data["text"])
-            return _done(request, s, chat_screen, s.chat_url, {"channel": channel}, "Replied in the thread.", fragment=anchor(path))
-        except ApplicationError as exc:
-            error = exc
-    return _refused(request, s, chat_screen, {"channel": channel}, error, reply_form=form, reply_to=message_id)
+    form = ChatReplyForm(request.POST, auto_id=f"id_{anchor(message_id)}_%s")
+    try:
+        data = _cleaned(form)
+        path = services.sandbox_chat_reply(overlay=s.overlay, user=request.user, message_id=message_id, text=data["text"])
+        return _done(request, s, chat_screen, s.chat_url, {"channel": channel}, "Replied in the thread.", fragment=anchor(path))
+    except ApplicationError as error:
+        return _refused(request, s, chat_screen, {"channel": channel}, error, reply_form=form, reply_to=message_id)
 
 
 # --- calendar ------------------------------------------------------------------------------------
 
-def _event_fields(form: EventForm) -> dict:
-    data = form.cleaned_data
+def _event_fields(data: dict) -> dict:
     return {"subject": data["subject"], "start": data["start"], "end": data["end"], "all_day": data["all_day"],
             "location": data["location"], "attendees": data["attendees"], "description": data["description"]}
 
@@ -128,14 +138,13 @@ def _event_fields(form: EventForm) -> dict:
 @require_POST
 def sandbox_event_create(request: HttpRequest, pk: int) -> HttpResponse:
     s = _sandbox(request, pk)
-    form, error = EventForm(request.POST), None
-    if form.is_valid():
-        try:
-            path = services.sandbox_event_create(overlay=s.overlay, user=request.user, **_event_fields(form))
-            return _done(request, s, calendar_screen, s.calendar_url, {"view": "agenda"}, "Event added.", fragment=anchor(path))
-        except ApplicationError as exc:
-            error = exc
-    return _refused(request, s, calendar_screen, {"new": "1"}, error, event_form=form)
+    form = EventForm(request.POST)
+    try:
+        data = _cleaned(form)
+        path = services.sandbox_event_create(overlay=s.overlay, user=request.user, **_event_fields(data))
+        return _done(request, s, calendar_screen, s.calendar_url, {"view": "agenda"}, "Event added.", fragment=anchor(path))
+    except ApplicationError as error:
+        return _refused(request, s, calendar_screen, {"new": "1"}, error, event_form=form)
 
 
 @require_POST
@@ -143,14 +152,13 @@ def sandbox_event_update(request: HttpRequest, pk: int) -> HttpResponse:
     s = _sandbox(request, pk)
     event_id = request.POST.get("id", "")
     event = s.workspace.event(event_id)
-    form, error = EventForm(request.POST, initial=EventForm.initial_for(event) if event else {}), None
-    if form.is_valid():
-        try:
-            services.sandbox_event_update(overlay=s.overlay, user=request.user, event_id=event_id, **_event_fields(form))
-            return _done(request, s, calendar_screen, s.calendar_url, {"view": "agenda"}, "Event saved.", fragment=anchor(event_id))
-        except ApplicationError as exc:
-            error = exc
-    return _refused(request, s, calendar_screen, {"edit": event_id}, error, event_form=form, editing=event_id)
+    form = EventForm(request.POST, initial=EventForm.initial_for(event) if event else {})
+    try:
+        data = _cleaned(form)
+        services.sandbox_event_update(overlay=s.overlay, user=request.user, event_id=event_id, **_event_fields(data))
+        return _done(request, s, calendar_screen, s.calendar_url, {"view": "agenda"}, "Event saved.", fragment=anchor(event_id))
+    except ApplicationError as error:
+        return _refused(request, s, calendar_screen, {"edit": event_id}, error, event_form=form, editing=event_id)
 
 
 @require_POST
@@ -159,8 +167,8 @@ def sandbox_event_delete(request: HttpRequest, pk: int) -> HttpResponse:
     event_id = request.POST.get("id", "")
     try:
         services.sandbox_event_delete(overlay=s.overlay, user=request.user, event_id=event_id)
-    except ApplicationError as exc:
-        return _refused(request, s, calendar_screen, {"view": "agenda"}, exc)
+    except ApplicationError as error:
+        return _refused(request, s, calendar_screen, {"view": "agenda"}, error)
     return _done(request, s, calendar_screen, s.calendar_url, {"view": "agenda"}, "Event deleted from this sandbox.")
 
 
@@ -177,39 +185,34 @@ def _upload_notice(name: str, outcome: services.SandboxUpload) -> str:
 
 @require_POST
 def sandbox_file_upload(request: HttpRequest, pk: int) -> HttpResponse:
+    """Answers with the upload's notice, on the drive open at the first file it made
+    (an upload that made only mail or events: at the folder)."""
     s = _sandbox(request, pk)
-    form, error = FileUploadForm(request.POST, request.FILES), None
     folder = request.POST.get("folder", "").strip().strip("/")
-    if form.is_valid():
-        try:
-            uploaded = form.cleaned_data["file"]
-            outcome = services.sandbox_file_upload(overlay=s.overlay, user=request.user, uploaded_file=uploaded,
-                                                   folder=form.cleaned_data["folder"])
-            notice = _upload_notice(uploaded.name, outcome)
-            ws = fresh(s).workspace
-            first_file = next((p for p in outcome.paths if ws.get(p, DocumentKind.FILE)), "")
-            params = {"path": first_file} if first_file else {"folder": folder}
-            if request.htmx:
-                return written(drive_screen(request, fresh(s), params, notice=notice), url=_url(s.drive_url, params))
-            messages.success(request, notice)
-            return redirect(_url(s.drive_url, params))
-        except ApplicationError as exc:
-            error = exc
-    return _refused(request, s, drive_screen, {"folder": folder}, error, upload_form=form)
+    form = FileUploadForm(request.POST, request.FILES)
+    try:
+        data = _cleaned(form)
+        outcome = services.sandbox_file_upload(overlay=s.overlay, user=request.user, uploaded_file=data["file"], folder=data["folder"])
+        notice = _upload_notice(data["file"].name, outcome)
+        ws = fresh(s).workspace
+        first_file = next((p for p in outcome.paths if ws.get(p, DocumentKind.FILE)), "")
+        params = {"path": first_file} if first_file else {"folder": folder}
+        return _done(request, s, drive_screen, s.drive_url, params, notice, notice=notice)
+    except ApplicationError as error:
+        return _refused(request, s, drive_screen, {"folder": folder}, error, upload_form=form)
 
 
 @require_POST
 def sandbox_file_edit(request: HttpRequest, pk: int) -> HttpResponse:
     s = _sandbox(request, pk)
     path = request.POST.get("path", "")
-    form, error = FileEditForm(request.POST), None
-    if form.is_valid():
-        try:
-            services.sandbox_file_write(overlay=s.overlay, user=request.user, path=path, content=form.cleaned_data["content"])
-            return _done(request, s, drive_screen, s.drive_url, {"path": path}, f"Saved {path} in this sandbox.")
-        except ApplicationError as exc:
-            error = exc
-    return _refused(request, s, drive_screen, {"path": path, "edit": "1"}, error, edit_form=form)
+    form = FileEditForm(request.POST)
+    try:
+        data = _cleaned(form)
+        services.sandbox_file_write(overlay=s.overlay, user=request.user, path=path, content=data["content"])
+        return _done(request, s, drive_screen, s.drive_url, {"path": path}, f"Saved {path} in this sandbox.")
+    except ApplicationError as error:
+        return _refused(request, s, drive_screen, {"path": path, "edit": "1"}, error, edit_form=form)
 
 
 @require_POST
@@ -218,7 +221,7 @@ def sandbox_file_delete(request: HttpRequest, pk: int) -> HttpResponse:
     path = request.POST.get("path", "")
     try:
         services.sandbox_file_delete(overlay=s.overlay, user=request.user, path=path)
-    except ApplicationError as exc:
-        return _refused(request, s, drive_screen, {"path": path}, exc)
+    except ApplicationError as error:
+        return _refused(request, s, drive_screen, {"path": path}, error)
     folder = str(PurePosixPath(path).parent).strip(".")
     return _done(request, s, drive_screen, s.drive_url, {"folder": folder}, f"Deleted {path} from this sandbox (the world keeps it).")
