@@ -62,7 +62,10 @@ class BatchSerializer(serializers.Serializer):
     project = serializers.IntegerField(source="project_id")
     rubric_version = serializers.IntegerField(source="rubric_version_id", help_text="The frozen rubric version the batch ran against.")
     rubric_version_number = serializers.IntegerField(source="rubric_version.number")
-    task_snapshot = serializers.DictField(help_text="The task as it was when the batch started: title, prompt, deliverable_kind, revision, input_files ({path, size, sha256} each).")
+    task_snapshot = serializers.DictField(
+        help_text="The task as it was when the batch started: title, prompt, deliverable_kind, revision, "
+        "input_files ({path, size, sha256} each)."
+    )
     endpoint = serializers.IntegerField(source="endpoint_id", allow_null=True)
     endpoint_name = serializers.CharField()
     endpoint_is_scripted = serializers.BooleanField(source="endpoint_scripted", help_text="The scripted sample model, not a real one.")
@@ -235,7 +238,7 @@ class RolloutDetailApi(ApiView):
         rollout = _numbered(selectors.rollout_get_for_user(user=request.user, pk=pk))
         rollout.steps_list = list(selectors.rollout_steps(rollout=rollout))
         rollout.step_count = len(rollout.steps_list)
-        rollout.file_changes = overlay_diff(overlay=rollout.overlay) if rollout.overlay_id else []
+        rollout.file_changes = overlay_diff(overlay=rollout.overlay, env_task_id=rollout.batch.env_task_id) if rollout.overlay_id else []
         return Response(RolloutDetailSerializer(rollout).data)
 
 

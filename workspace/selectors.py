@@ -7,7 +7,7 @@ from django.shortcuts import get_object_or_404
 
 from accounts.models import User
 from accounts.selectors import project_list_for_user
-from authoring.models import Document, DocumentKind
+from authoring.models import Document, DocumentKind, TaskInputFile
 from workspace.models import Overlay, OverlayAction, OverlayEntry
 
 HEADER_ORDER = ("subject", "from", "to", "cc", "bcc", "date", "channel", "start", "end", "location", "attendees", "thread", "attachments")
@@ -49,16 +49,30 @@ def _diff(path: str, before: str, after: str) -> str:
     return "\n".join(lines)
 
 
-def overlay_diff(*, overlay: Overlay) -> list[Change]:
-    """The overlay's final state against its world, one Change per path that differs, in
-    the order the changes were first made. Two queries whatever the sizes."""
+@dataclass(frozen=True)
+class _Original:
+    kind: str
+    format: str
+    content: str
+    metadata: dict
+
+
+def overlay_diff(*, overlay: Overlay, env_task_id: int | None = None) -> list[Change]:
+    """The overlay's final state against what it started from, one Change per path that
+    differs, in the order the changes were first made: its world, with the task's input
+    files laid over it for a rollout's overlay (`env_task_id`: a task file the agent edited
+    is modified, one it deleted is deleted). Two or three queries whatever the sizes."""
     entries = list(OverlayEntry.objects.filter(overlay_id=overlay.pk).order_by("id"))
+    paths = [e.path for e in entries]
+    documents = Document.objects.filter(world_id=overlay.world_id, path__in=paths)
     originals = {
-        d.path: d
-        for d in Document.objects.filter(world_id=overlay.world_id, path__in=[e.path for e in entries]).only(
-            "path", "kind", "format", "content", "metadata"
-        )
+        path: _Original(kind, fmt, content, metadata if isinstance(metadata, dict) else {})
+        for path, kind, fmt, content, metadata in documents.values_list("path", "kind", "format", "content", "metadata")
     }
+    if env_task_id is not None:
+        task_files = TaskInputFile.objects.filter(env_task_id=env_task_id, path__in=paths)
+        for path, fmt, content in task_files.values_list("path", "format", "content"):
+            originals[path] = _Original(DocumentKind.FILE, fmt, content, {})
     changes: list[Change] = []
     for entry in entries:
         original = originals.get(entry.path)

@@ -40,7 +40,8 @@ def attempt_of_rollout(rollout: Rollout) -> Attempt:
             lines.append(f"[step {step.index + 1}, tool {step.tool_name}] {step.text[:2000]}")
     changes = []
     if rollout.overlay_id:
-        changes = [(c.path, c.after or "") for c in overlay_diff(overlay=rollout.overlay) if c.action != "deleted"]
+        diff = overlay_diff(overlay=rollout.overlay, env_task_id=rollout.batch.env_task_id)
+        changes = [(c.path, c.after or "") for c in diff if c.action != "deleted"]
     return Attempt(
         prompt=rollout.batch.task_snapshot["prompt"], answer=rollout.final_answer, trajectory="\n".join(lines)[-60_000:],
         changed_files=changes, overlay=rollout.overlay, world=rollout.batch.env_task.world, env_task_id=rollout.batch.env_task_id,

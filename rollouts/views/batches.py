@@ -220,7 +220,7 @@ def _column(request: HttpRequest, rollout) -> dict:
         "rollout": rollout,
         "number": rollout.index + 1,
         "steps": steps,
-        "changes": changes_view(overlay_diff(overlay=rollout.overlay)) if rollout.overlay_id else [],
+        "changes": changes_view(overlay_diff(overlay=rollout.overlay, env_task_id=rollout.batch.env_task_id)) if rollout.overlay_id else [],
         "tokens_label": f"{tokens(rollout.input_tokens)} in / {tokens(rollout.output_tokens)} out",
         "cost_label": money(rollout.cost),
     }

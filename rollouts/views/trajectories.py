@@ -51,7 +51,9 @@ def _summary_context(rollout: Rollout) -> dict:
 
 
 def _outcome_context(rollout: Rollout) -> dict:
-    return {"changes": changes_view(overlay_diff(overlay=rollout.overlay)) if rollout.overlay_id else []}
+    if not rollout.overlay_id:
+        return {"changes": []}
+    return {"changes": changes_view(overlay_diff(overlay=rollout.overlay, env_task_id=rollout.batch.env_task_id))}
 
 
 def _verdicts_context(rollout: Rollout, steps: list[Step]) -> dict:

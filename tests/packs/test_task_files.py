@@ -91,7 +91,7 @@ def test_every_format_names_the_files_and_the_zip_holds_their_exact_bytes(task_w
 
 
 def test_a_pack_of_formats_that_run_no_agent_lists_the_input_files_without_their_bytes(task_with_files):
-    project, env_task, submission = task_with_files
+    project, _, submission = task_with_files
     admin = project.memberships.get(role=Role.ADMIN).user
     _, data = build(project, admin, [submission.pk], formats=("healthbench", "huggingface"))
     archive = zipfile.ZipFile(io.BytesIO(data))

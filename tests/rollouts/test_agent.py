@@ -643,3 +643,29 @@ def test_the_agent_sees_the_tasks_input_files_laid_over_the_world(team, task, wo
     deal, figures = rollout.steps.filter(kind=StepKind.TOOL).order_by("index")
     assert "$12m" in deal.text and not deal.is_error
     assert figures.is_error and "No file at 'Inputs/figures.csv'" in figures.text
+
+
+def test_a_rollouts_changes_compare_the_tasks_input_files_too(team, task, endpoint, fake_llm, settings, tmp_path,
+                                                              django_capture_on_commit_callbacks):
+    """An input file the agent rewrote is modified (not added), one it deleted is deleted
+    (not left out): the trajectory page, the API and the checks read the same changes."""
+    from authoring.services.task_files import task_input_file_add_bytes
+    from workspace.selectors import overlay_diff
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    task_input_file_add_bytes(env_task=task, user=team.author, path="Inputs/figures.csv", data=b"quarter,revenue\nQ1,120\n")
+    task_input_file_add_bytes(env_task=task, user=team.author, path="Inputs/notes.md", data=b"Draft notes.")
+    fake_llm.script(
+        Reply(content=None, tool_calls=[
+            {"name": "write_file", "arguments": {"path": "Inputs/figures.csv", "content": "quarter,revenue\nQ1,125\n"}},
+            {"name": "delete_file", "arguments": {"path": "Inputs/notes.md"}},
+        ]),
+        Reply(content="Corrected Q1."),
+    )
+    rollout = start(task, team, endpoint, django_capture_on_commit_callbacks).rollouts.get()
+    rollout_execute(rollout_id=rollout.pk)
+    rollout.refresh_from_db()
+    changes = {c.path: c for c in overlay_diff(overlay=rollout.overlay, env_task_id=task.pk)}
+    assert {path: c.action for path, c in changes.items()} == {"Inputs/figures.csv": "modified", "Inputs/notes.md": "deleted"}
+    assert "-Q1,120" in changes["Inputs/figures.csv"].diff and "+Q1,125" in changes["Inputs/figures.csv"].diff
+

@@ -173,7 +173,7 @@ def write_file(ws: Workspace, path: str, content: str) -> str:
 def delete_file(ws: Workspace, path: str) -> str:
     overlay = require_writable(ws)
     item = get_file(ws, path)
-    entry = overlay_entry_delete(overlay=overlay, path=item.path)
+    entry = overlay_entry_delete(overlay=overlay, path=item.path, original=ws.world_item(item.path))
     if entry is None:
         ws.forget(item.path)
     else:
