@@ -20,6 +20,7 @@
     check: '[data-kbd-item="check"]',
     rank: '[data-kbd-item="rank"]',
   };
+  var SETTLING = (window.htmx && htmx.config.settlingClass) || "htmx-settling";
   var ANY_ITEM = KINDS.map(function (kind) { return ITEMS[kind]; }).join(", ");
   var NAMES = { verdict: "verdict", rank: "trajectory in your ranking", step: "step", check: "checklist item" };
   var currentId = null;
@@ -86,6 +87,17 @@
     var el = current();
     if (!el) {
       say("Choose an item first: press j to go to the first one.");
+      return true;
+    }
+    // Content htmx has just swapped in is wired up (its hx-post and the like) when it settles,
+    // 20 ms later, more on a busy machine: a click before that would post the form as a
+    // plain page and reload it. The key waits for the settling instead.
+    if (el.closest("." + SETTLING)) {
+      var again = function () {
+        document.removeEventListener("htmx:afterSettle", again);
+        press(action, advance);
+      };
+      document.addEventListener("htmx:afterSettle", again);
       return true;
     }
     var control = el.querySelector('[data-kbd-action="' + action + '"]');
@@ -171,24 +183,28 @@
   // new element and give it back the focus the removed one had.
   // (htmx settles a swapped element with the old one's attributes first, then its own: the
   // mark is put back after that, and the focus too unless the user has moved it elsewhere.)
-  // Whether the item itself had the focus when a swap began: then it gets it back whatever the
-  // browser did with it meanwhile (Chrome may hand it to the first control of the new row, the
-  // position field of a ranked trajectory included, where the next j/k would be typed).
-  var itemHadFocus = false;
+  // The item that had the focus when a swap began (its id): it gets the focus back whatever
+  // the browser did with it meanwhile (Chrome may hand it to the first control of the new row,
+  // the position field of a ranked trajectory included, where the next j/k would be typed).
+  // Not when the user has gone on meanwhile: a key or click between the swap and its settling
+  // (htmx settles 20 ms later; more on a busy machine) that made another item the current one,
+  // or put the focus outside the item, keeps it where the user put it.
+  var focusedItemId = null;
   document.addEventListener("htmx:beforeSwap", function () {
     var el = current();
-    itemHadFocus = itemHadFocus || (!!el && document.activeElement === el);
+    if (el && document.activeElement === el) focusedItemId = el.id;
   });
   document.addEventListener("htmx:afterSettle", function () {
     var el = current();
-    var hadFocus = itemHadFocus;
-    itemHadFocus = false;
+    var hadFocus = !!el && el.id === focusedItemId;
+    focusedItemId = null;
     if (!el) return;
     el.classList.add("kbd-current");
     if (!el.hasAttribute("tabindex")) el.setAttribute("tabindex", "-1");
-    // (Otherwise taken back from a control of the item, unless the user is typing in a field of it.)
     var active = document.activeElement;
-    if (hadFocus || !active || active === document.body || (el.contains(active) && !typing(active))) el.focus({ preventScroll: true });
+    var nowhere = !active || active === document.body || !document.contains(active);
+    // (Taken back from a control of the item, unless the user is typing in a field of it.)
+    if (nowhere || (el.contains(active) && (hadFocus || !typing(active)))) el.focus({ preventScroll: true });
   });
 
   document.addEventListener("click", function (event) {

@@ -131,10 +131,11 @@ def test_an_expert_marks_the_verdicts_of_a_batch_of_8_by_keyboard_alone(page: Pa
     expect(page.locator('[data-kbd-item="rank"]').nth(1)).to_contain_text("Rollout 1", timeout=SAVED)
     moved = page.locator('[data-kbd-item="rank"]').nth(1)
     expect(moved).to_be_focused(timeout=SAVED)
+    page.keyboard.press("Shift+J")  # once more: it goes on down, and keeps the focus
+    expect(page.locator('[data-kbd-item="rank"]').nth(2)).to_contain_text("Rollout 1", timeout=SAVED)
+    expect(page.locator('[data-kbd-item="rank"]').nth(2)).to_be_focused(timeout=SAVED)
     indexes = {r.pk: r.index for r in batch.rollouts.all()}
-    assert [indexes[pk] for pk in Ranking.objects.get(batch=batch, expert=author).order][:3] == [1, 0, 2]
-    # (A second Shift+J lost the focus in 3 of 5 CI runs with two test processes, never locally:
-    # an open bug, see the notes; it is not asserted here until it is found.)
+    assert [indexes[pk] for pk in Ranking.objects.get(batch=batch, expert=author).order][:3] == [1, 2, 0]
     page.screenshot(path=screenshot_dir / "171-keyboard-ranking.png", full_page=False)
     assert console_log.errors == []
 
@@ -245,3 +246,48 @@ def test_a_reviewer_answers_the_checklist_by_keyboard_and_approve_waits_for_ente
     submission.refresh_from_db()
     assert submission.status != SubmissionStatus.APPROVED
     assert console_log.errors == []
+
+
+def test_a_field_focused_while_a_swap_settles_keeps_the_focus(page: Page, live_server, expert_batch, console_log: ConsoleLog) -> None:
+    """A marked verdict's row is swapped at once and settled later (htmx's settle delay, longer
+    on a busy machine): a field the expert moves to in between keeps the focus, rather than
+    the verdict taking it back when the swap settles."""
+    author, batch = expert_batch
+    sign_in(page, live_server.url, author.username)
+    page.goto(f"{live_server.url}/batches/{batch.pk}/quality/")
+    page.evaluate("htmx.config.defaultSettleDelay = 1500")  # the window a loaded machine opens, made wide
+    cells = page.locator("tr.q-verdict")
+    page.keyboard.press("j")
+    expect(cells.first).to_be_focused()
+    page.keyboard.press("n")  # marks the first verdict not met and goes on to the second
+    expect(cells.first.get_by_role("button", name="Rollout 1: criterion not met")).to_have_attribute("aria-pressed", "true", timeout=SAVED)
+    position = page.get_by_label("Position of rollout 1")
+    position.focus()  # before the swap has settled
+    page.wait_for_timeout(2_500)  # it has now
+    expect(position).to_be_focused()
+    page.keyboard.press("j")  # typed into the field, not a shortcut
+    expect(position).to_be_focused()
+    assert console_log.errors == []
+
+
+def test_a_key_pressed_before_a_swap_settles_waits_for_it(page: Page, live_server, expert_batch, console_log: ConsoleLog) -> None:
+    """A moved trajectory's list is swapped at once and wired up by htmx when it settles
+    (later on a busy machine): a second Shift+J in between used to post the form as a plain
+    page, which reloaded it and lost the focus. The key waits for the settling."""
+    author, batch = expert_batch
+    sign_in(page, live_server.url, author.username)
+    page.goto(f"{live_server.url}/batches/{batch.pk}/quality/")
+    page.evaluate("htmx.config.defaultSettleDelay = 1500; window.__samePage = true")  # the window a loaded machine opens, made wide
+    items = page.locator('[data-kbd-item="rank"]')
+    page.keyboard.press("r")
+    expect(items.first).to_be_focused()
+    page.keyboard.press("Shift+J")
+    expect(items.nth(1)).to_contain_text("Rollout 1", timeout=SAVED)  # swapped, not yet settled
+    page.keyboard.press("Shift+J")
+    expect(items.nth(2)).to_contain_text("Rollout 1", timeout=SAVED)
+    expect(items.nth(2)).to_be_focused(timeout=SAVED)
+    assert page.evaluate("window.__samePage === true")  # no reload
+    indexes = {r.pk: r.index for r in batch.rollouts.all()}
+    assert [indexes[pk] for pk in Ranking.objects.get(batch=batch, expert=author).order][:3] == [1, 2, 0]
+    assert console_log.errors == []
+
