@@ -389,6 +389,7 @@ SPECTACULAR_SETTINGS = {
         "EnvTaskStatusEnum": "authoring.models.EnvTaskStatus",
         "SubmissionStatusEnum": "reviews.models.SubmissionStatus",
         "PackStatusEnum": "packs.models.PackStatus",
+        "GradeStatusEnum": "rollouts.models.GradeStatus",
     },
 }
 

@@ -151,6 +151,12 @@ class GradeStatus(models.TextChoices):
     RUNNING = "running", "Grading"
     GRADED = "graded", "Graded"
     FAILED = "grading_failed", "Grading failed"
+    CANCELLED = "cancelled", "Cancelled"  # by the author (batch_grading_cancel, probe_run_cancel): nothing failed
+
+
+# Ended without a score: neither counts in pass@k (it says nothing of the task) and Retry sends both
+# to the grader again, resuming from the verdicts reached.
+GRADE_UNSCORED = (GradeStatus.FAILED, GradeStatus.CANCELLED)
 
 
 class Grade(models.Model):

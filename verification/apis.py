@@ -75,7 +75,9 @@ class GradeRowSerializer(serializers.Serializer):
     rollout = serializers.IntegerField(source="rollout.pk")
     number = serializers.IntegerField()
     rollout_status = serializers.CharField(source="rollout.status")
-    status = serializers.CharField(source="grade.status", allow_null=True, default=None, help_text="Null: not graded by this version.")
+    status = serializers.ChoiceField(source="grade.status", choices=GradeStatus.choices, allow_null=True, default=None,
+                                     help_text="queued / running: waiting for the grader; graded; grading_failed: see `error`; "
+                                     "cancelled: an author cancelled the grading before it finished. Null: not graded by this version.")
     score = serializers.FloatField(source="grade.score", allow_null=True, default=None)
     passed = serializers.BooleanField(source="grade.passed", allow_null=True, default=None)
     met_points = serializers.IntegerField(source="grade.met_points", allow_null=True, default=None)
@@ -148,12 +150,12 @@ class RegradeSerializer(serializers.Serializer):
 class RetryFailedRequestSerializer(serializers.Serializer):
     rubric_version = id_field(
         required=False,
-        help_text="A rubric version's id: retry only the grades of that version; by default every failed grade of the batch.",
+        help_text="A rubric version's id: retry only the grades of that version; by default every failed or cancelled grade of the batch.",
     )
 
 
 class RetryFailedSerializer(serializers.Serializer):
-    retried = serializers.IntegerField(help_text="Failed grades sent to the grader again.")
+    retried = serializers.IntegerField(help_text="Failed and cancelled grades sent to the grader again.")
     pending = serializers.IntegerField(help_text="Of those, still waiting for the grader. Poll the grades until none is.")
 
 
@@ -163,19 +165,21 @@ class CancelGradingRequestSerializer(serializers.Serializer):
 
 class CancelGradingSerializer(serializers.Serializer):
     rubric_version = RubricRefSerializer()
-    cancelled = serializers.IntegerField(help_text="Grades that will not be graded: they end failed (\"Cancelled before it was graded.\") "
-                                                   "and are retried like failed grades.")
+    cancelled = serializers.IntegerField(help_text="Grades that will not be graded: their status becomes `cancelled` (not counted in "
+                                                   "pass@k); POST …/retry-failed-grades/ resumes them.")
 
 
 class DifficultySerializer(serializers.Serializer):
     batch = serializers.IntegerField()
     rubric_version = RubricRefSerializer()
     n = serializers.IntegerField(help_text="Graded rollouts, plus those that failed to run (they count as not passed). "
-                                 "A rollout whose grade failed or is pending is not counted.")
+                                 "A rollout whose grade failed, was cancelled or is pending is not counted.")
     c = serializers.IntegerField(help_text="Of those, passed.")
     pending = serializers.IntegerField(help_text="Grades still waiting for the grader.")
     grading_failed = serializers.IntegerField(help_text="Completed rollouts whose grade failed: left out of n until retried "
                                               "(POST …/retry-failed-grades/).")
+    grading_cancelled = serializers.IntegerField(help_text="Completed rollouts whose grading an author cancelled: left out of n "
+                                                 "until graded (POST …/retry-failed-grades/ resumes them).")
     pass_at_k = serializers.DictField(child=serializers.FloatField(), help_text="k → unbiased pass@k, for k = 1, 2, 4, 8, 16 up to n.")
     band = serializers.CharField(
         help_text="too easy / learnable / too hard; empty while no rollout is counted (none finished, or none graded)."
@@ -212,7 +216,8 @@ class ProbeSerializer(serializers.Serializer):
     kind = serializers.CharField(source="probe.kind")
     label = serializers.CharField(source="probe.label")
     answer = serializers.CharField(source="probe.answer")
-    status = serializers.CharField(source="grade.status", allow_null=True, default=None)
+    status = serializers.ChoiceField(source="grade.status", choices=GradeStatus.choices, allow_null=True, default=None,
+                                     help_text="The probe's grade: queued, running, graded, grading_failed (see `error`) or cancelled.")
     score = serializers.FloatField(source="grade.score", allow_null=True, default=None)
     passed = serializers.BooleanField(source="grade.passed", allow_null=True, default=None)
     error = serializers.CharField(source="grade.error", default="")
@@ -254,6 +259,8 @@ class ProbeRunSerializer(serializers.Serializer):
     flagged = serializers.IntegerField()
     grading_failed = serializers.IntegerField(help_text="Probes that could not be graded (see each probe's `error`): "
                                               "they prove nothing either way, so `flagged: 0` with every probe failed is not a clean bill.")
+    grading_cancelled = serializers.IntegerField(help_text="Probes whose grading was cancelled (POST …/cancel/): they prove nothing "
+                                                 "either way either.")
     probes = ProbeSerializer(many=True)
 
 
@@ -302,9 +309,10 @@ class QualityApiView(ApiView):
 
 def _probe_run_data(run) -> dict:
     rows = selectors.probe_rows(run=run, current=[])
+    summary = selectors.probe_summary(rows)
     return ProbeRunSerializer({
-        "run": run, "probes": rows, "pending": sum(1 for r in rows if r["pending"]), "flagged": sum(1 for r in rows if r["flagged"]),
-        "grading_failed": selectors.probe_summary(rows)["failed"],
+        "run": run, "probes": rows, "pending": sum(1 for r in rows if r["pending"]), "flagged": summary["flagged"],
+        "grading_failed": summary["failed"], "grading_cancelled": summary["cancelled"],
     }).data
 
 
@@ -402,7 +410,7 @@ class BatchRegradeApi(QualityApiView):
     @extend_schema(
         summary="Regrade the batch against a rubric version",
         description="Authors only. Queues a grade of every completed rollout under the version (the task's current one by default); "
-        "grades that exist are kept, except failed ones, which are tried again. Poll the grades with ?rubric=<number>.",
+        "grades that exist are kept, except failed or cancelled ones, which are tried again. Poll the grades with ?rubric=<number>.",
         request=RegradeRequestSerializer, responses={202: RegradeSerializer, **ERRORS},
     )
     def post(self, request: Request, pk: int) -> Response:
@@ -420,10 +428,11 @@ class BatchRegradeApi(QualityApiView):
 @extend_schema(parameters=[ID_PARAMETER])
 class BatchRetryFailedGradesApi(QualityApiView):
     @extend_schema(
-        summary="Retry the batch's failed grades",
-        description="Authors only. Sends every failed grade of the batch (of one rubric version with `rubric_version`) to the grader "
-        "again, on the grading queue: the verdicts it reached are kept, the ones that failed (a malformed judge answer, a broken check) "
-        "are asked again. A failed grade is never counted as met nor as a failed attempt; until retried it is left out of pass@k.",
+        summary="Retry the batch's failed and cancelled grades",
+        description="Authors only. Sends every failed or cancelled grade of the batch (of one rubric version with `rubric_version`) to "
+        "the grader again, on the grading queue: the verdicts it reached are kept, the ones that failed (a malformed judge answer, a "
+        "broken check) are asked again, the ones a cancel stopped it before are asked for the first time. A failed or cancelled grade is "
+        "never counted as met nor as a failed attempt; until graded it is left out of pass@k.",
         request=RetryFailedRequestSerializer, responses={202: RetryFailedSerializer, **ERRORS},
     )
     def post(self, request: Request, pk: int) -> Response:
@@ -463,8 +472,8 @@ class BatchDifficultyApi(QualityApiView):
         result = selectors.batch_difficulty(batch=batch, rubric=rubric)
         return Response(DifficultySerializer({
             "batch": batch.pk, "rubric_version": rubric, "n": result["n"], "c": result["c"], "pending": result["pending"],
-            "grading_failed": result["grading_failed"], "pass_at_k": {str(k): value for k, value in result["curve"]},
-            "band": result["band"],
+            "grading_failed": result["grading_failed"], "grading_cancelled": result["grading_cancelled"],
+            "pass_at_k": {str(k): value for k, value in result["curve"]}, "band": result["band"],
         }).data)
 
 
@@ -503,8 +512,8 @@ class ProbeRunDetailApi(QualityApiView):
 class ProbeRunCancelApi(QualityApiView):
     @extend_schema(
         summary="Cancel a probe run",
-        description="Authors only. The kinds of cheat not written yet are not written, the probes not graded yet are not graded; "
-        "the graded probes and their flags are kept.",
+        description="Authors only. The kinds of cheat not written yet are not written, the probes not graded yet are not graded "
+        "(their status becomes `cancelled`, counted in `grading_cancelled`); the graded probes and their flags are kept.",
         request=None, responses={200: ProbeRunSerializer, **ERRORS},
     )
     def post(self, request: Request, pk: int) -> Response:

@@ -19,7 +19,6 @@ from authoring.selectors import rubric_version_current
 from rollouts import selectors as rollout_selectors
 from rollouts.grading.attempt import Attempt, attempt_of_rollout
 from rollouts.grading.judge import SEES, judge_messages
-from rollouts.grading.services import GRADE_CANCELLED
 from rollouts.models import (
     Grade,
     GradeStatus,
@@ -114,8 +113,9 @@ def passing_probes(*, rubric_version: RubricVersion) -> list[str]:
 
 def difficulty(*, batch: RolloutBatch, rubric_version: RubricVersion | None = None) -> dict:
     """pass@k over the batch's graded rollouts, plus those that failed to run (not passed).
-    A completed rollout whose grade failed, is pending or is missing is left out of n (a
-    grading failure says nothing of the task); `grading_failed` counts the failed ones."""
+    A completed rollout whose grade failed, was cancelled, is pending or is missing is left
+    out of n (a grade not reached says nothing of the task); `grading_failed` and
+    `grading_cancelled` count the failed and the cancelled ones."""
     rubric = rubric_version or batch.rubric_version
     finished = dict(batch.rollouts.filter(status__in=[RolloutStatus.COMPLETED, RolloutStatus.FAILED]).order_by().values_list("status")
                     .annotate(n=Count("id")).values_list("status", "n"))
@@ -126,7 +126,7 @@ def difficulty(*, batch: RolloutBatch, rubric_version: RubricVersion | None = No
     curve = [(k, metrics.pass_at_k(n, passed, k)) for k in KS if k <= n]
     band = metrics.difficulty_band(curve[0][1], curve[-1][1]) if curve else ""
     return {"n": n, "c": passed, "curve": curve, "band": band, "finished": sum(finished.values()),
-            "grading_failed": by_status.get(GradeStatus.FAILED, 0)}
+            "grading_failed": by_status.get(GradeStatus.FAILED, 0), "grading_cancelled": by_status.get(GradeStatus.CANCELLED, 0)}
 
 
 def task_measurements(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], tuple[dict | None, float | None]]:
@@ -240,28 +240,28 @@ def grade_rows(*, batch: RolloutBatch, rubric: RubricVersion, user: User) -> lis
             for number, c in enumerate(criteria, start=1)
         ] if grade else []
         rows.append({"rollout": rollout, "number": rollout.index + 1, "grade": grade, "cells": cells,
-                     "pending": grade is not None and grade.status in PENDING, "cancelled": _cancelled(grade)})
+                     "pending": grade is not None and grade.status in PENDING})
     return rows
 
 
-def _cancelled(grade: Grade | None) -> bool:
-    return grade is not None and grade.status == GradeStatus.FAILED and grade.error == GRADE_CANCELLED
+def _count(grades: list[Grade | None], status: str) -> int:
+    return sum(1 for g in grades if g is not None and g.status == status)
 
 
 def grade_summary(grades: list[Grade | None], *, rollouts: int) -> dict:
-    """`failed` counts the cancelled grades too (neither is counted in pass@k, both are
-    retried by Retry failed grades); `cancelled` says how many of them were cancelled."""
+    """How far the grades are: `done` counts every grade that ended (graded, failed or
+    cancelled: nothing left to wait for); neither a failed nor a cancelled one is counted
+    in pass@k, and Retry sends both (`unscored`) to the grader again."""
     graded = [g for g in grades if g is not None and g.status == GradeStatus.GRADED]
-    failed = sum(1 for g in grades if g is not None and g.status == GradeStatus.FAILED)
-    cancelled = sum(1 for g in grades if _cancelled(g))
+    failed, cancelled = _count(grades, GradeStatus.FAILED), _count(grades, GradeStatus.CANCELLED)
     return {
         "rollouts": rollouts,
         "graded": len(graded),
         "pending": sum(1 for g in grades if g is not None and g.status in PENDING),
         "failed": failed,
         "cancelled": cancelled,
-        "failed_not_cancelled": failed - cancelled,
-        "done": len(graded) + failed,
+        "unscored": failed + cancelled,
+        "done": len(graded) + failed + cancelled,
         "passed": sum(1 for g in graded if g.passed),
         "mean": mean(g.score for g in graded) if graded else None,
     }
@@ -410,12 +410,35 @@ def probe_results(*, run: ProbeRun) -> list[dict]:
 
 def probe_summary(rows: list[dict]) -> dict:
     """What the run's summary line says, from probe_results rows: how many probes were
-    graded and flagged, how many could not be graded, and the most common reason why."""
-    failed = [r["grade"] for r in rows if r["grade"] is not None and r["grade"].status == GradeStatus.FAILED]
+    graded and flagged, how many could not be graded (and the most common reason why), how
+    many were cancelled before they were; `unscored` is both (they prove nothing either way)."""
+    grades = [r["grade"] for r in rows]
+    failed = [g for g in grades if g is not None and g.status == GradeStatus.FAILED]
+    cancelled = _count(grades, GradeStatus.CANCELLED)
     reasons = Counter(g.error for g in failed if g.error).most_common(1)
-    return {"total": len(rows), "graded": sum(1 for r in rows if r["grade"] is not None and r["grade"].status == GradeStatus.GRADED),
-            "flagged": sum(1 for r in rows if r["flagged"]), "failed": len(failed), "reason": reasons[0][0] if reasons else "",
-            "cancelled": sum(1 for g in failed if _cancelled(g))}
+    return {"total": len(rows), "graded": _count(grades, GradeStatus.GRADED), "flagged": sum(1 for r in rows if r["flagged"]),
+            "failed": len(failed), "reason": reasons[0][0] if reasons else "", "cancelled": cancelled,
+            "unscored": len(failed) + cancelled}
+
+
+def probe_state(*, run: ProbeRun, rows: list[dict], summary: dict) -> tuple[str, str]:
+    """The run's state and its label in a few words (see probe_status). A probe that failed or
+    was cancelled proves nothing either way: the run is not clear while one is left."""
+    if probe_cheats_pending(run) or any(r["grade"] is None or r["grade"].status in PENDING for r in rows):
+        return "running", "Probes running"
+    if summary["flagged"]:
+        return "flagged", f"{summary['flagged']} probe{'s' if summary['flagged'] > 1 else ''} flagged"
+    if summary["unscored"] and not summary["graded"]:
+        return "not_graded", "The probes could not be graded" if summary["failed"] else "The probe run was cancelled: no probe graded"
+    if summary["unscored"]:
+        if not summary["cancelled"]:
+            why = "could not be graded"
+        elif not summary["failed"]:
+            why = "were cancelled before they were graded"
+        else:
+            why = "were not graded (failed or cancelled)"
+        return "partly_graded", f"None flagged, but {summary['unscored']} of {summary['total']} {why}"
+    return "clear", "No probe flagged"
 
 
 def probe_cheats_pending(run: ProbeRun) -> bool:
@@ -442,8 +465,8 @@ def probe_rows(*, run: ProbeRun, current: list[Criterion]) -> list[dict]:
 
 
 def probe_progress(*, run: ProbeRun, rows: list[dict]) -> dict:
-    """How far the run is: the probes graded (or failed) of those there are, and, with a
-    cheat model, how many kinds of cheat it has written."""
+    """How far the run is: the probes graded (or failed, or cancelled) of those there are,
+    and, with a cheat model, how many kinds of cheat it has written."""
     done = sum(1 for r in rows if r["grade"] is not None and r["grade"].status not in PENDING)
     written = {(r["probe"].detail or {}).get("aimed_at") for r in rows if r["probe"].kind == MODEL_CHEAT}
     writes = run.cheat_endpoint_id is not None or run.status in CHEATS_PENDING
@@ -466,18 +489,8 @@ def probe_status(*, env_task: EnvTask, rubric_version: RubricVersion | None = No
     if rows is None or any(r["probe"].run_id != run.pk for r in rows):
         rows = probe_results(run=run)
     summary = probe_summary(rows)
-    pending = probe_cheats_pending(run) or any(r["grade"] is None or r["grade"].status in PENDING for r in rows)
+    state, label = probe_state(run=run, rows=rows, summary=summary)
     control = next((r["grade"] for r in rows if r["control"]), None)
-    if pending:
-        state, label = "running", "Probes running"
-    elif summary["flagged"]:
-        state, label = "flagged", f"{summary['flagged']} probe{'s' if summary['flagged'] > 1 else ''} flagged"
-    elif summary["failed"] and not summary["graded"]:
-        state, label = "not_graded", "The probes could not be graded"
-    elif summary["failed"]:
-        state, label = "partly_graded", f"None flagged, but {summary['failed']} of {summary['total']} could not be graded"
-    else:
-        state, label = "clear", "No probe flagged"
     stale = rubric is not None and run.rubric_version_id != rubric.pk
     return {"state": state, "label": label, "run": run, "rubric_number": run.rubric_version.number, "stale": stale, **summary,
             "reference_fails": bool(control and control.status == GradeStatus.GRADED and not control.passed),

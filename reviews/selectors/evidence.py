@@ -107,24 +107,12 @@ def _grade_label(status: str, grade: Grade | None) -> str:
         return "passed" if grade.passed else "failed"
     if grade.status == GradeStatus.FAILED:
         return "could not be graded"
+    if grade.status == GradeStatus.CANCELLED:
+        return "grading cancelled"
     return "grading"
 
 
 # --- Probes -----------------------------------------------------------------------------------
-
-def _probe_state(run: ProbeRun, rows: list[dict], summary: dict) -> tuple[str, str]:
-    """The run's state in a few words, as verification.selectors.probe_status words it."""
-    pending = verification.probe_cheats_pending(run) or any(r["grade"] is None or r["grade"].status in verification.PENDING for r in rows)
-    if pending:
-        return "running", "Probes running"
-    if summary["flagged"]:
-        return "flagged", f"{summary['flagged']} probe{'s' if summary['flagged'] > 1 else ''} flagged"
-    if summary["failed"] and not summary["graded"]:
-        return "not_graded", "The probes could not be graded"
-    if summary["failed"]:
-        return "partly_graded", f"None flagged, but {summary['failed']} of {summary['total']} could not be graded"
-    return "clear", "No probe flagged"
-
 
 def _probes(env_task: EnvTask, rubric: RubricVersion) -> dict:
     """The latest probe run on the submitted rubric version (a later run on another version
@@ -138,7 +126,7 @@ def _probes(env_task: EnvTask, rubric: RubricVersion) -> dict:
                 "other_rubric_number": other.rubric_version.number if other else None, "flagged": []}
     rows = verification.probe_results(run=run)
     summary = verification.probe_summary(rows)
-    state, label = _probe_state(run, rows, summary)
+    state, label = verification.probe_state(run=run, rows=rows, summary=summary)
     explanations = {e.probe_id: e for e in ProbeExplanation.objects.filter(probe__run=run).select_related("author")}
     flagged = [{
         "label": r["probe"].label, "kind_label": probe_kind_label(r["probe"]), "answer": r["probe"].answer,

@@ -25,7 +25,7 @@ from rollouts.grading.attempt import Attempt, attempt_of_rollout
 from rollouts.grading.checks import run_check
 from rollouts.grading.judge import SEES, judge
 from rollouts.grading.scoring import score
-from rollouts.models import Grade, GradeStatus, ProbeAnswer, Rollout, RolloutBatch, RolloutStatus, Verdict
+from rollouts.models import GRADE_UNSCORED, Grade, GradeStatus, ProbeAnswer, Rollout, RolloutBatch, RolloutStatus, Verdict
 from rollouts.tasks import grade_attempt
 
 logger = logging.getLogger(__name__)
@@ -150,17 +150,13 @@ def _verdict(grade: Grade, criterion, attempt: Attempt, project_id: int, samples
         Verdict.objects.create(grade=grade, criterion=criterion, **fields)
 
 
-# A cancelled grade ends failed with this reason (GradeStatus has no cancelled state yet): it is
-# counted as neither met nor an attempt, and "Retry failed grades" resumes it.
-GRADE_CANCELLED = "Cancelled before it was graded."
-
-
 def grades_cancel(*, grades) -> int:
-    """Stop the grades of `grades` (a queryset) not graded yet: a queued one never starts, a
+    """Cancel the grades of `grades` (a queryset) not graded yet: a queued one never starts, a
     running one stops before its next criterion (its worker checks; the verdicts it reached
-    are kept). For the services that check who may cancel."""
+    are kept). A cancelled grade counts as neither met nor an attempt, like a failed one, and
+    Retry resumes it. For the services that check who may cancel."""
     return grades.filter(status__in=(GradeStatus.QUEUED, GradeStatus.RUNNING)).update(
-        status=GradeStatus.FAILED, error=GRADE_CANCELLED, score=None, passed=None, graded_at=timezone.now()
+        status=GradeStatus.CANCELLED, error="", score=None, passed=None, graded_at=timezone.now()
     )
 
 
@@ -192,7 +188,7 @@ def batch_regrade(
     *, batch: RolloutBatch, user: User, rubric_version: RubricVersion | None = None, judge_endpoint: ModelEndpoint | None = None
 ) -> list[Grade]:
     """Grade every completed rollout of the batch against a (newer) rubric version; the
-    grades of that version that failed are tried again, the others kept."""
+    grades of that version that failed or were cancelled are tried again, the others kept."""
     require_role(membership_get(user=user, project_id=batch.project_id), "author")
     rubric = rubric_version or batch.env_task.rubric_versions.order_by("-number").first()
     if rubric.env_task_id != batch.env_task_id:
@@ -204,8 +200,8 @@ def batch_regrade(
         grade_request(rubric_version=rubric, judge_endpoint=endpoint, rollout=rollout)
         for rollout in batch.rollouts.filter(status=RolloutStatus.COMPLETED)
     ]
-    # A grade of this version that failed is tried again (a kept failure would say nothing new).
-    retried = set(_grades_retry(grade_ids=[g.pk for g in grades if g.status == GradeStatus.FAILED], judge_endpoint=endpoint))
+    # A grade of this version that failed (or was cancelled) is tried again: kept, it would say nothing new.
+    retried = set(_grades_retry(grade_ids=[g.pk for g in grades if g.status in GRADE_UNSCORED], judge_endpoint=endpoint))
     for grade in grades:
         if grade.pk in retried:
             grade.status = GradeStatus.QUEUED
@@ -213,15 +209,16 @@ def batch_regrade(
 
 
 def batch_failed_grades_retry(*, batch: RolloutBatch, user: User, rubric_version: RubricVersion | None = None) -> list[Grade]:
-    """Send again every failed grade of the batch's rollouts (under `rubric_version`, or
-    under any version): the verdicts it reached are kept, the failed ones asked again."""
+    """Send again every failed or cancelled grade of the batch's rollouts (under
+    `rubric_version`, or under any version): the verdicts it reached are kept, the failed
+    ones asked again, the ones a cancel never reached asked for the first time."""
     require_role(membership_get(user=user, project_id=batch.project_id), "author")
     if rubric_version is not None and rubric_version.env_task_id != batch.env_task_id:
         raise ApplicationError("That rubric belongs to another task.")
-    failed = Grade.objects.filter(rollout__batch=batch, status=GradeStatus.FAILED)
+    unscored = Grade.objects.filter(rollout__batch=batch, status__in=GRADE_UNSCORED)
     if rubric_version is not None:
-        failed = failed.filter(rubric_version=rubric_version)
-    retried = _grades_retry(grade_ids=list(failed.values_list("pk", flat=True)), judge_endpoint=None,
+        unscored = unscored.filter(rubric_version=rubric_version)
+    retried = _grades_retry(grade_ids=list(unscored.values_list("pk", flat=True)), judge_endpoint=None,
                             default_endpoint=batch.judge_endpoint or batch.endpoint)
     return list(Grade.objects.filter(pk__in=retried).select_related("rubric_version").order_by("rollout__index", "rubric_version__number"))
 
@@ -229,14 +226,15 @@ def batch_failed_grades_retry(*, batch: RolloutBatch, user: User, rubric_version
 def _grades_retry(
     *, grade_ids: list[int], judge_endpoint: ModelEndpoint | None, default_endpoint: ModelEndpoint | None = None
 ) -> list[int]:
-    """Queue failed grades again, from the start of their attempts: their failed verdicts
-    are dropped (the reached ones stay, as a resumed grade keeps them). With
+    """Queue failed or cancelled grades again, from the start of their attempts: their
+    failed verdicts are dropped (the reached ones stay, as a resumed grade keeps them). With
     `judge_endpoint` they are judged by it; else by their own, or `default_endpoint` when
-    theirs was deleted. Returns the ids queued (a grade no longer failed is left alone)."""
+    theirs was deleted. Returns the ids queued (a grade no longer failed nor cancelled is
+    left alone)."""
     if not grade_ids:
         return []
     with transaction.atomic():
-        ids = list(Grade.objects.select_for_update().filter(pk__in=grade_ids, status=GradeStatus.FAILED).values_list("pk", flat=True))
+        ids = list(Grade.objects.select_for_update().filter(pk__in=grade_ids, status__in=GRADE_UNSCORED).values_list("pk", flat=True))
         Verdict.objects.filter(grade_id__in=ids, met__isnull=True).delete()
         reset = {"status": GradeStatus.QUEUED, "error": "", "score": None, "passed": None, "attempts": 0, "started_at": None,
                  "heartbeat_at": None, "graded_at": None}

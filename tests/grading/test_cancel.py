@@ -1,21 +1,27 @@
 """Cancelling the long grading jobs: a regrade of a batch, and a probe run (its cheats and its
-grades). The grades already in are kept, the rest is never done; the pages show the progress
-bar and the Cancel control while it runs, then Cancelled with how many finished."""
+grades). The grades already in are kept, the rest is never done and ends cancelled (not
+failed); the pages show the progress bar and the Cancel control while it runs, then Cancelled
+with how many finished, and Resume grading takes it up where it stopped."""
 
+import importlib
 import re
 
 import pytest
+from django.db import connection
+from django.db.migrations import RunPython
+from django.db.migrations.loader import MigrationLoader
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from core.exceptions import ApplicationError, PermissionRefused
 from rollouts.grading import services as grading
-from rollouts.grading.services import GRADE_CANCELLED, batch_failed_grades_retry, batch_grading_cancel, batch_regrade, grade_execute
+from rollouts.grading.services import batch_failed_grades_retry, batch_grading_cancel, batch_regrade, grade_execute
 from rollouts.models import Grade, GradeStatus, ProbeRun, ProbeRunStatus
 from tests.grading.test_pages import HX, demo, run_pending_grades, tighten  # noqa: F401 - demo is a fixture
 from tests.grading.test_quality import cheats_by_kind
 from verification import services as verification_services
+from verification.selectors import criterion_agreement, difficulty
 from verification.services import probe_run_cancel, probe_run_start, probe_run_write_cheats
 
 
@@ -48,18 +54,21 @@ def test_a_cancelled_regrade_stops_before_the_next_criterion_and_keeps_what_was_
 
     assert len(checks) == 1  # v2 has two criteria: the second was never checked, nor any other rollout's
     first.refresh_from_db()
-    assert (first.status, first.error, first.verdicts.count()) == (GradeStatus.FAILED, GRADE_CANCELLED, 1)  # its verdict is kept
-    assert set(Grade.objects.filter(rubric_version=v2).values_list("status", "error")) == {(GradeStatus.FAILED, GRADE_CANCELLED)}
+    assert (first.status, first.error, first.verdicts.count()) == (GradeStatus.CANCELLED, "", 1)  # its verdict is kept
+    assert first.graded_at is not None  # it has ended: nothing polls for it
+    assert set(Grade.objects.filter(rubric_version=v2).values_list("status", "error")) == {(GradeStatus.CANCELLED, "")}
     assert set(Grade.objects.filter(rubric_version=demo.rubric).values_list("status", flat=True)) == {GradeStatus.GRADED}  # v1 untouched
     with pytest.raises(ApplicationError, match="nothing to cancel"):
         batch_grading_cancel(batch=demo.batch, user=team.author, rubric_version=v2)
 
-    # Cancelled grades are retried like failed ones, and resume where they stopped.
-    monkeypatch.setattr(grading, "run_check", run_check)
+    # Cancelled grades are sent again like failed ones, and resume where they stopped.
+    checks.clear()
+    monkeypatch.setattr(grading, "run_check", lambda config, attempt: checks.append(config) or run_check(config, attempt))
     with django_capture_on_commit_callbacks(execute=False):
         assert len(batch_failed_grades_retry(batch=demo.batch, user=team.author, rubric_version=v2)) == 4
     run_pending_grades()
     assert set(Grade.objects.filter(rubric_version=v2).values_list("status", flat=True)) == {GradeStatus.GRADED}
+    assert len(checks) == 2 * 4 - 1  # the verdict reached before the cancel is kept, not asked again
 
 
 def test_the_quality_page_shows_the_grading_bar_and_cancel_then_cancelled(client, team, demo, django_capture_on_commit_callbacks):  # noqa: F811
@@ -84,9 +93,97 @@ def test_the_quality_page_shows_the_grading_bar_and_cancel_then_cancelled(client
     assert response.status_code == 200 and "every 2s" not in html.split(">", 1)[0]  # it stops polling
     assert "q-grading-progress" not in html and 'id="q-cancel-grading"' not in html
     assert "Cancelled: 1 of 4 graded before the cancel · 3 not graded." in text(html)
-    assert html.count('<span class="badge cancelled">Cancelled</span>') == 3  # each rollout not graded says so
-    assert 'id="q-retry-failed"' in html  # the grades not graded can be sent again
-    assert Grade.objects.filter(rubric_version=v2, status=GradeStatus.FAILED, error=GRADE_CANCELLED).count() == 3
+    assert html.count('<span class="badge q-st-cancelled">Cancelled</span>') == 3  # each rollout not graded says so
+    summary = text(re.search(r'<p id="q-grade-summary">.*?</p>', html, re.S).group(0))
+    assert "1 of 4 graded · 3 cancelled (not counted in pass@k)" in summary
+    assert "failed" not in summary.lower() and "Grading failed" not in html  # the author cancelled: nothing failed
+    assert '<div class="message q-retry" id="q-retry-box">' in html  # neutral, not an error box
+    assert re.search(r'<button type="submit" id="q-retry-failed">Resume grading</button>', html)
+    assert Grade.objects.filter(rubric_version=v2, status=GradeStatus.CANCELLED).count() == 3
+    trials = client.get(reverse("batch-detail", args=[demo.batch.pk])).content.decode()
+    assert trials.count("grading cancelled") == 3 and "grading failed" not in trials and "grading…" not in trials
+    last = Grade.objects.filter(rubric_version=v2).order_by("rollout__index").last().rollout
+    trajectory = client.get(reverse("rollout-detail", args=[last.pk])).content.decode()
+    assert '<span class="badge q-st-cancelled">Cancelled</span>' in trajectory and 'id="rollout-grade-cancelled"' in trajectory
+    assert 'id="rollout-grade-error"' not in trajectory and "not reached" in trajectory and "every 2s" not in trajectory
+
+    # With a failed grade beside the cancelled ones, one action sends both, and says so.
+    Grade.objects.filter(pk=Grade.objects.filter(rubric_version=v2, status=GradeStatus.CANCELLED).first().pk).update(
+        status=GradeStatus.FAILED, error="criterion 1: broken check")
+    html = client.get(part, **HX).content.decode()
+    summary = text(re.search(r'<p id="q-grade-summary">.*?</p>', html, re.S).group(0))
+    assert "1 grading failed · 2 cancelled (not counted in pass@k)" in summary
+    assert '<div class="message error q-retry" id="q-retry-box">' in html
+    assert '<button type="submit" id="q-retry-failed">Retry failed and cancelled grades</button>' in html
+
+    # Retry: the three are graded, and the page no longer says cancelled.
+    with django_capture_on_commit_callbacks(execute=False):
+        resumed = client.post(reverse("batch-retry-failed", args=[demo.batch.pk]), {"rubric": 2}, **HX)
+    assert resumed.status_code == 200 and 'hx-trigger="every 2s"' in resumed.content.decode()  # it polls again
+    assert Grade.objects.filter(rubric_version=v2, status=GradeStatus.QUEUED).count() == 3
+    run_pending_grades()
+    html = client.get(part, **HX).content.decode()
+    assert "4 of 4 graded" in text(html) and "cancelled" not in text(html).lower() and 'id="q-retry-box"' not in html
+
+
+def test_a_cancelled_grade_counts_nowhere_in_pass_at_k_difficulty_or_agreement(
+    client, team, demo, monkeypatch, django_capture_on_commit_callbacks  # noqa: F811
+):
+    v2 = tighten(demo, team)
+    with django_capture_on_commit_callbacks(execute=False):
+        batch_regrade(batch=demo.batch, user=team.author)
+    grades = list(Grade.objects.filter(rubric_version=v2).order_by("rollout__index"))
+    for grade in grades[:2]:
+        grade_execute(grade_id=grade.pk)
+    run_check = grading.run_check
+
+    def author_cancels_during_the_check(config, attempt):
+        batch_grading_cancel(batch=demo.batch, user=team.author, rubric_version=v2)
+        return run_check(config, attempt)
+
+    monkeypatch.setattr(grading, "run_check", author_cancels_during_the_check)
+    grade_execute(grade_id=grades[2].pk)  # cancelled with one verdict reached; the fourth never starts
+    assert [Grade.objects.get(pk=g.pk).status for g in grades] == [GradeStatus.GRADED] * 2 + [GradeStatus.CANCELLED] * 2
+    assert grades[2].verdicts.count() == 1
+
+    measured = difficulty(batch=demo.batch, rubric_version=v2)
+    passed = Grade.objects.filter(pk__in=[g.pk for g in grades[:2]], passed=True).count()
+    assert (measured["n"], measured["c"], measured["grading_cancelled"], measured["grading_failed"]) == (2, passed, 2, 0)
+    assert [k for k, _ in measured["curve"]] == [1, 2]  # pass@4 would need the cancelled ones
+    assert [row["graded"] for row in criterion_agreement(rubric_version=v2)] == [2, 2]  # the kept verdict is not a judgement
+    client.force_login(team.author)
+    html = client.get(reverse("batch-quality", args=[demo.batch.pk]) + "?rubric=2").content.decode()
+    summary = text(re.search(r'<p id="q-grade-summary">.*?</p>', html, re.S).group(0))
+    assert "2 of 4 graded · 2 cancelled (not counted in pass@k)" in summary and "over the 2 counted" in summary
+    panel = text(client.get(reverse("task-verifier", args=[demo.task.pk]) + "?part=difficulty", **HX).content.decode())
+    assert "The grading of 2 rollouts was cancelled: not counted in pass@k until they are graded" in panel
+    assert "could not be graded" not in panel
+
+
+def test_the_migration_turns_the_failed_with_the_cancel_reason_into_cancelled_and_back(demo):  # noqa: F811
+    """rollouts 0011: a grade stored as failed with the cancel's reason becomes cancelled;
+    any other failure stays failed; migrating back restores the old form. (Its data step is
+    run on the historical models: SQLite cannot alter a schema inside the test's transaction.)"""
+    loader = MigrationLoader(connection)
+    migration = loader.get_migration("rollouts", "0011_grade_cancelled")
+    convert = next(op for op in migration.operations if isinstance(op, RunPython))
+    historical = loader.project_state(("rollouts", "0011_grade_cancelled")).apps
+    reason = importlib.import_module(migration.__module__).CANCELLED_AS_FAILED
+    assert reason == "Cancelled before it was graded." and convert.reversible  # what grades_cancel wrote before
+    cancelled, broken, _, similar = Grade.objects.filter(rollout__batch=demo.batch).order_by("rollout__index")
+    Grade.objects.filter(pk=cancelled.pk).update(status=GradeStatus.FAILED, error=reason)  # cancelled, as it was stored then
+    Grade.objects.filter(pk=broken.pk).update(status=GradeStatus.FAILED, error="criterion 1: broken check")
+    Grade.objects.filter(pk=similar.pk).update(status=GradeStatus.FAILED, error=reason + " Then the judge failed.")
+
+    def states() -> list[tuple[str, str]]:
+        return list(Grade.objects.filter(rollout__batch=demo.batch).order_by("rollout__index").values_list("status", "error"))
+
+    others = [(GradeStatus.FAILED, "criterion 1: broken check"), (GradeStatus.GRADED, ""),
+              (GradeStatus.FAILED, reason + " Then the judge failed.")]  # another failure, however like it, stays failed
+    convert.code(historical, None)
+    assert states() == [(GradeStatus.CANCELLED, ""), *others]
+    convert.reverse_code(historical, None)
+    assert states() == [(GradeStatus.FAILED, reason), *others]
 
 
 # --- A probe run ----------------------------------------------------------------------------------------
@@ -124,7 +221,7 @@ def test_a_cancelled_probe_run_writes_no_more_cheats_and_grades_no_more_probes(
     assert [p.detail["aimed_at"] for p in run.answers.filter(kind="model_cheat")] == ["hedging", "hedging"]  # near misses dropped
     grades = Grade.objects.filter(probe__run=run)
     assert grades.filter(status=GradeStatus.GRADED).count() == 3  # graded before the cancel: kept
-    assert grades.filter(status=GradeStatus.FAILED, error=GRADE_CANCELLED).count() == grades.count() - 3
+    assert grades.filter(status=GradeStatus.CANCELLED).count() == grades.count() - 3 and not grades.filter(status=GradeStatus.FAILED)
 
 
 def test_the_probes_part_shows_the_bar_and_cancel_then_cancelled(client, team, demo, endpoint, django_capture_on_commit_callbacks):  # noqa: F811
@@ -143,6 +240,7 @@ def test_the_probes_part_shows_the_bar_and_cancel_then_cancelled(client, team, d
     assert response.status_code == 200 and html.lstrip().startswith('<div id="q-probes" class="q-block">')  # no more polling
     assert "<progress" not in html and 'id="q-cancel-probes"' not in html
     assert "Cancelled: 2 of 9 probes graded before the cancel · 7 not graded." in text(html)
+    assert html.count('<span class="badge q-st-cancelled">Cancelled</span>') == 7 and "could not be graded" not in text(html)
     again = client.post(reverse("task-probes-cancel", args=[demo.task.pk]), **HX)
     assert again.status_code == 422 and "nothing to cancel" in again.content.decode()
 
@@ -162,8 +260,16 @@ def test_cancel_grading_and_probes_through_the_api(team, demo, endpoint, django_
     assert response.status_code == 200 and response.json()["cancelled"] == 4 and response.json()["rubric_version"]["number"] == 2
     assert not Grade.objects.filter(rubric_version=v2, rollout__isnull=False, status__in=[GradeStatus.QUEUED, GradeStatus.RUNNING]).exists()
     assert Grade.objects.filter(probe__run=run, status=GradeStatus.QUEUED).count() == run.answers.count()  # not the probes
+    grades = api(team.author).get(f"/api/batches/{demo.batch.pk}/grades/?rubric=2").json()["grades"]
+    assert [g["status"] for g in grades] == ["cancelled"] * 4 and {g["error"] for g in grades} == {""}
+    difficulty = api(team.author).get(f"/api/batches/{demo.batch.pk}/difficulty/?rubric=2").json()
+    assert (difficulty["n"], difficulty["grading_failed"], difficulty["grading_cancelled"], difficulty["band"]) == (0, 0, 4, "")
+    retried = api(team.author).post(f"/api/batches/{demo.batch.pk}/retry-failed-grades/", {"rubric_version": v2.pk}, format="json")
+    assert retried.status_code == 202 and retried.json()["retried"] == 4
+    assert Grade.objects.filter(rubric_version=v2, rollout__isnull=False, status=GradeStatus.QUEUED).count() == 4
 
     assert api(team.reviewer).post(f"/api/probe-runs/{run.pk}/cancel/").status_code == 403
     body = api(team.author).post(f"/api/probe-runs/{run.pk}/cancel/").json()
-    assert (body["pending"], body["grading_failed"]) == (0, run.answers.count())
+    assert (body["pending"], body["grading_failed"], body["grading_cancelled"]) == (0, 0, run.answers.count())
+    assert {probe["status"] for probe in body["probes"]} == {"cancelled"}
     assert api(team.author).post(f"/api/probe-runs/{run.pk}/cancel/").status_code == 400  # nothing left to cancel

@@ -228,12 +228,12 @@ def _grading_action(request: HttpRequest, pk: int, act, said) -> HttpResponse:
 
 @require_POST
 def batch_retry_failed_view(request: HttpRequest, pk: int) -> HttpResponse:
-    """Send the failed grades to the grader again; the grading part then polls until they are in."""
+    """Send the failed and the cancelled grades to the grader again; the grading part then polls until they are in."""
     def said(grades):
         if not grades:
-            return messages.INFO, "No failed grade to retry."
+            return messages.INFO, "No failed or cancelled grade to grade again."
         plural = "" if len(grades) == 1 else "s"
-        return messages.SUCCESS, f"Retrying {len(grades)} failed grade{plural}; the grades fill in below as they come."
+        return messages.SUCCESS, f"Grading {len(grades)} failed or cancelled grade{plural} again; the grades fill in below as they come."
 
     return _grading_action(
         request, pk, lambda batch, rubric: batch_failed_grades_retry(batch=batch, user=request.user, rubric_version=rubric), said,
