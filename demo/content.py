@@ -53,6 +53,7 @@ class DemoContent:
     task_prompt: str
     task_reference_answer: str
     criteria: tuple[dict, ...]  # keyword arguments of authoring's criterion_add, in rubric order
+    task_input_files: tuple[tuple[str, bytes], ...] = ()  # (path, bytes): files the agent receives with the task
 
     def first_with_role(self, role: Role) -> DemoUser:
         return next(u for u in self.users if u.role == role)
@@ -63,7 +64,8 @@ def demo_content_load(*, data_dir: Path = DATA_DIR) -> DemoContent:
     project = _json(data_dir / "project.json", required={"name", "slug", "description", "users"})
     world_dir, task_dir = data_dir / "world", data_dir / "task"
     world = _json(world_dir / "world.json", required={"title", "outline_file", "facts", "documents"})
-    task = _json(task_dir / "task.json", required={"title", "deliverable_kind", "prompt_file", "reference_answer_file", "criteria"})
+    task = _json(task_dir / "task.json", required={"title", "deliverable_kind", "prompt_file", "reference_answer_file", "criteria"},
+                 optional={"input_files"})
     users = tuple(_user(row) for row in project["users"])
     for role in (Role.AUTHOR, Role.ADMIN):  # the author writes the world and task, the admin owns the project
         if not any(u.role == role for u in users):
@@ -85,6 +87,7 @@ def demo_content_load(*, data_dir: Path = DATA_DIR) -> DemoContent:
             _keys(row, "a criterion in task/task.json", required={"text", "points", "tag"}, optional=CRITERION_KEYS)
             for row in task["criteria"]
         ),
+        task_input_files=tuple(_input_file(task_dir, row) for row in task.get("input_files", [])),
     )
 
 
@@ -103,20 +106,39 @@ def _document(world_dir: Path, row: dict) -> DemoDocument:
     )
 
 
-def _json(path: Path, *, required: set[str]) -> dict:
+def _input_file(task_dir: Path, row: dict) -> tuple[str, bytes]:
+    _keys(row, "an input file in task/task.json", required={"path", "content_file"})
+    return row["path"], _bytes(task_dir, row["content_file"])
+
+
+def _json(path: Path, *, required: set[str], optional: set[str] = frozenset()) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
         raise ApplicationError(f"demo data: cannot read {path}: {error}") from error
-    return _keys(data, str(path), required=required)
+    return _keys(data, str(path), required=required, optional=optional)
 
 
-def _text(folder: Path, name: str) -> str:
+def _inside(folder: Path, name: str) -> Path:
     path = folder / name
     if not path.resolve().is_relative_to(folder.resolve()):
         raise ApplicationError(f"demo data: {name!r} is outside {folder}.")
+    return path
+
+
+def _text(folder: Path, name: str) -> str:
+    path = _inside(folder, name)
     try:
         return path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise ApplicationError(f"demo data: cannot read {path}: {error}") from error
+
+
+def _bytes(folder: Path, name: str) -> bytes:
+    """A file as it is: an input file is stored byte for byte, as an upload would be."""
+    path = _inside(folder, name)
+    try:
+        return path.read_bytes()
     except OSError as error:
         raise ApplicationError(f"demo data: cannot read {path}: {error}") from error
 

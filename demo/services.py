@@ -23,6 +23,7 @@ from accounts.services import membership_set, project_create
 from authoring import services as authoring_services
 from authoring.models import EnvTask, World
 from authoring.selectors import rubric_version_current
+from authoring.services.task_files import task_input_file_add_bytes
 from core.exceptions import ApplicationError
 from demo.content import DemoContent, DemoUser
 from llm.models import EndpointKind, ModelEndpoint
@@ -148,6 +149,9 @@ def _task(content: DemoContent, world: World, author: User, say: Say) -> EnvTask
         rubric = rubric_version_current(env_task=env_task)
         authoring_services.criterion_add(env_task=env_task, user=author, base_revision=rubric.revision, **criterion)
     say(f"created task {content.task_title!r} with {len(content.criteria)} rubric criteria")
+    for path, data in content.task_input_files:
+        task_input_file_add_bytes(env_task=env_task, user=author, path=path, data=data)
+        say(f"added the input file {path!r} to the task")
     return env_task
 
 

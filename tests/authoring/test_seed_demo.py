@@ -1,3 +1,4 @@
+import hashlib
 import json
 import shutil
 from io import StringIO
@@ -102,6 +103,14 @@ def test_the_demo_is_seeded_from_its_data_files_exactly(db, settings, tmp_path):
     env_task = EnvTask.objects.get()
     assert env_task.prompt == (task_dir / "prompt.md").read_text()
     assert env_task.reference_answer == (task_dir / "reference_answer.md").read_text()
+    # Its input file, stored byte for byte, which the demo's agent finds beside the data room.
+    checklist = task_dir / "inputs" / "Acme change-of-control checklist.md"
+    (input_file,) = env_task.input_files.all()
+    assert (input_file.path, input_file.sha256) == ("Inputs/Acme change-of-control checklist.md",
+                                                     hashlib.sha256(checklist.read_bytes()).hexdigest())
+    with input_file.file.open("rb") as stored:
+        assert stored.read() == checklist.read_bytes()
+    assert "Acme's legal team asks for these" in input_file.content
 
 
 def test_seed_demo_reads_an_edited_copy_of_the_data_folder(db, settings, tmp_path):

@@ -50,7 +50,7 @@ def test_the_files_have_apex_field_names_and_agree_with_each_other(demo_pack, tm
     (apex_task,) = tasks
     assert apex_task["task_id"] == task.task_id and apex_task["task_name"] == "Identify the change-of-control risks"
     assert apex_task["domain"] == "Corporate law — M&A" and apex_task["prompt"] == task.prompt
-    assert apex_task["task_input_files"] == []
+    assert apex_task["task_input_files"] == [f"task_files/{task.task_id}/Inputs/Acme change-of-control checklist.md"]  # the demo's
     assert [list(r) for r in apex_task["rubric"]] == [["verifier_id", "criteria"]] * 6
     assert apex_task["rubric"][5]["criteria"] == "Says the Northwind MSA terminates automatically on completion."
 

@@ -72,7 +72,8 @@ def test_load_dataset_reads_typed_columns_and_the_task(demo_pack, tmp_path, load
     assert row["rubric"][0] == {"id": f"{task.task_id}-c1", "criterion": task.criteria[0].text, "points": 10, "tags": ["essential"],
                                 "kind": "llm_judge"}
     assert row["example_tags"] == list(task.example_tags)
-    assert row["input_files"] == [{"path": "Inputs/figures.csv", "size": 12, "sha256": "ab" * 32}] and unmeasured["input_files"] == []
+    assert row["input_files"] == [{"path": "Inputs/figures.csv", "size": 12, "sha256": "ab" * 32}]
+    assert unmeasured["input_files"] == [dict(f) for f in demo_pack.tasks[0].input_files]  # the demo task's checklist
     assert (row["difficulty_pass_at_1"], row["difficulty_pass_at_k"], row["difficulty_k"], row["difficulty_n"]) == (0.375, 0.9, 4, 8)
     assert (row["difficulty_band"], row["cost_model_usd"]) == ("hard", 1.25)
     assert [unmeasured[c] for c in ("difficulty_pass_at_1", "difficulty_k", "difficulty_band", "cost_model_usd")] == [None] * 4

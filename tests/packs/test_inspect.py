@@ -111,10 +111,22 @@ sys.exit(0 if logs[0].status == "success" else 1)
 
 
 def build(root: Path, demo, tasks: list[PackTask] | None = None) -> Path:
-    """The pack's inspect/ folder and world zips under `root`, as the pack build writes them."""
+    """The pack's inspect/ folder, world zips and task input files under `root`, as the pack
+    build writes them (an input file a test wrote there already is kept)."""
+    from django.core.files.storage import default_storage
+
+    from authoring.services.task_files import task_file_name
+    from packs.formats.records import input_file_path
+
     out = DirectoryOutput(root)
     for world in demo.worlds:
         out.write_bytes(world.zip_path, demo.world_zips[world.world_id])
+    for task in tasks or demo.tasks:
+        for entry in task.input_files:
+            path = input_file_path(task, entry["path"])
+            if not (root / path).exists():
+                with default_storage.open(task_file_name(entry["sha256"])) as stored:
+                    out.write_bytes(path, stored.read())
     spool = root.parent / f"{root.name}-spool"
     spool.mkdir()
     writer = InspectWriter(pack_info={"name": "Demo pack", "version": 1}, spool_dir=str(spool))
@@ -169,7 +181,12 @@ def test_the_folder_holds_the_template_and_one_sample_per_task_version(demo_pack
         (c.id, c.number, c.points, c.tag, c.grader_kind) for c in task.criteria
     ]
     assert meta["criteria"][0]["text"] == task.criteria[0].text and "grader_config" in meta["criteria"][0]
-    assert first["files"] == {"world.zip": f"../world_files_zipped/{task.world_id}.zip"}
+    checklist = "Inputs/Acme change-of-control checklist.md"  # the demo task's input file
+    assert first["files"] == {
+        "world.zip": f"../world_files_zipped/{task.world_id}.zip",
+        f"task_files/{checklist}": f"../task_files/{task.task_id}/{checklist}",
+        "task_files.json": json.dumps([checklist]),
+    }
     assert (pack / "inspect" / first["files"]["world.zip"]).resolve().read_bytes() == demo_pack.world_zips[task.world_id]
     # The shipped code imports only inspect_ai and the standard library.
     for name in ("task.py", "world_tools.py", "rubric_grading.py"):

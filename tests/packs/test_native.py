@@ -37,7 +37,7 @@ def without_ids(text: str) -> str:
 
 def members(data: bytes) -> dict[str, bytes]:
     archive = zipfile.ZipFile(io.BytesIO(data))
-    return {re.sub(r"world-\d+", "world-ID", n): archive.read(n) for n in archive.namelist()}
+    return {re.sub(r"\b(task|world)-\d+", r"\1-ID", n): archive.read(n) for n in archive.namelist()}
 
 
 def test_export_import_export_gives_the_same_bytes_but_for_ids(demo_pack):

@@ -26,10 +26,12 @@ MEMO = "# Board memo\n\nThe board meets on 12 March — bring the Q2 figures.\n"
 
 @pytest.fixture
 def task_with_files(demo_seeded):
-    """The demo task with two input files, approved."""
+    """The demo task with two input files (in place of the demo's own), approved."""
     project = demo_seeded
     env_task = project.env_tasks.get()
     author, reviewer = User.objects.get(username="demo-author"), User.objects.get(username="demo-reviewer")
+    for demo_file in env_task.input_files.all():
+        task_input_file_remove(input_file=demo_file, user=author)
     task_input_file_add_bytes(env_task=env_task, user=author, path="Inputs/figures.csv", data=FIGURES)
     task_input_file_add_bytes(env_task=env_task, user=author, path="Inputs/Board memo.md", data=MEMO)
     submission = approve(env_task, author=author, reviewer=reviewer)
