@@ -248,14 +248,19 @@ def test_a_reviewer_answers_the_checklist_by_keyboard_and_approve_waits_for_ente
     assert console_log.errors == []
 
 
+def settling_slowly(page: Page, live_server, author, batch) -> None:
+    """The batch's quality page, with htmx settling swapped content 1.5 s after the swap
+    instead of 20 ms: the window a loaded machine opens, made wide enough to act in."""
+    sign_in(page, live_server.url, author.username)
+    page.goto(f"{live_server.url}/batches/{batch.pk}/quality/")
+    page.evaluate("htmx.config.defaultSettleDelay = 1500")
+
+
 def test_a_field_focused_while_a_swap_settles_keeps_the_focus(page: Page, live_server, expert_batch, console_log: ConsoleLog) -> None:
     """A marked verdict's row is swapped at once and settled later (htmx's settle delay, longer
     on a busy machine): a field the expert moves to in between keeps the focus, rather than
     the verdict taking it back when the swap settles."""
-    author, batch = expert_batch
-    sign_in(page, live_server.url, author.username)
-    page.goto(f"{live_server.url}/batches/{batch.pk}/quality/")
-    page.evaluate("htmx.config.defaultSettleDelay = 1500")  # the window a loaded machine opens, made wide
+    settling_slowly(page, live_server, *expert_batch)
     cells = page.locator("tr.q-verdict")
     page.keyboard.press("j")
     expect(cells.first).to_be_focused()
@@ -275,9 +280,8 @@ def test_a_key_pressed_before_a_swap_settles_waits_for_it(page: Page, live_serve
     (later on a busy machine): a second Shift+J in between used to post the form as a plain
     page, which reloaded it and lost the focus. The key waits for the settling."""
     author, batch = expert_batch
-    sign_in(page, live_server.url, author.username)
-    page.goto(f"{live_server.url}/batches/{batch.pk}/quality/")
-    page.evaluate("htmx.config.defaultSettleDelay = 1500; window.__samePage = true")  # the window a loaded machine opens, made wide
+    settling_slowly(page, live_server, author, batch)
+    page.evaluate("window.__samePage = true")
     items = page.locator('[data-kbd-item="rank"]')
     page.keyboard.press("r")
     expect(items.first).to_be_focused()
