@@ -30,6 +30,8 @@ class TaskInputFileSerializer(serializers.Serializer):
 UPLOAD_REQUEST = inline_serializer("TaskInputFileUploadRequest", fields={
     "files": serializers.ListField(child=serializers.FileField(), help_text="One or more files (multipart field `files`)."),
     "folder": serializers.CharField(required=False, help_text="The folder they go in, e.g. Inputs; empty: the top level."),
+    "replace": serializers.BooleanField(required=False, default=False,
+                                        help_text="A file at a path the task already has replaces it (else the upload is refused)."),
 })
 
 
@@ -49,7 +51,7 @@ class TaskInputFileListApi(ApiView):
         description=f"Multipart, field `files` (at most {MAX_FILES_PER_UPLOAD}, {MAX_UPLOAD_BYTES // (1024 * 1024)} MB each; "
         f"a task holds at most {MAX_INPUT_FILES_PER_TASK}), optional `folder`. Each lands at `folder`/<its name>. Its type is "
         "decided from its content (docx, xlsx, pptx, pdf, csv, md, txt) and its text extracted for the agent. All or nothing: "
-        "when any file is refused (too big, unreadable, a path the task already has), none is added.",
+        "when any file is refused (too big, unreadable, a path the task already has without `replace`), none is added.",
         request={"multipart/form-data": UPLOAD_REQUEST},
         responses={201: TaskInputFileSerializer(many=True), **ERRORS},
     )
@@ -58,7 +60,9 @@ class TaskInputFileListApi(ApiView):
         files = request.FILES.getlist("files")
         if not files:
             raise InvalidRequest("Send one or more files in the multipart field `files`.")
-        added = task_input_files_add(env_task=env_task, user=request.user, uploaded_files=files, folder=request.data.get("folder", ""))
+        replace = str(request.data.get("replace", "")).strip().lower() in ("true", "1", "on", "yes")
+        added = task_input_files_add(env_task=env_task, user=request.user, uploaded_files=files, folder=request.data.get("folder", ""),
+                                     replace=replace)
         return Response(TaskInputFileSerializer(added, many=True).data, status=status.HTTP_201_CREATED)
 
 

@@ -97,49 +97,59 @@ def _touch(env_task: EnvTask, user: User) -> None:
     EnvTask.objects.filter(pk=env_task.pk).update(updated_by=user, updated_at=timezone.now())
 
 
-def _check_room(env_task: EnvTask, incoming: list[_Incoming]) -> None:
-    """Refuse a path the task has or the upload holds twice, and more files than a task holds."""
-    taken = set(env_task.input_files.values_list("path", flat=True))
+def _check_room(env_task: EnvTask, incoming: list[_Incoming], *, replace: bool) -> dict[str, TaskInputFile]:
+    """Refuse a path the upload holds twice, a path the task has (unless `replace`), and more
+    files than a task holds. Returns the task's files by path."""
+    existing = {f.path: f for f in env_task.input_files.all()}
     seen: set[str] = set()
     for item in incoming:
-        if item.path in taken or item.path in seen:
-            raise ApplicationError(f"This task already has an input file at {item.path!r}: remove it or replace it.")
+        if item.path in seen:
+            raise ApplicationError(f"Two of the files would land at {item.path!r}: upload them in different folders.")
+        if item.path in existing and not replace:
+            raise ApplicationError(f"This task already has an input file at {item.path!r}: tick “Replace files already at "
+                                   "these paths” to upload it again, or remove it first.")
         seen.add(item.path)
-    if len(taken) + len(incoming) > MAX_INPUT_FILES_PER_TASK:
+    if len(existing.keys() | seen) > MAX_INPUT_FILES_PER_TASK:
         raise ApplicationError(f"A task has at most {MAX_INPUT_FILES_PER_TASK} input files; remove some before adding more.")
+    return existing
 
 
-def _add(env_task: EnvTask, user: User, incoming: list[_Incoming]) -> list[TaskInputFile]:
+def _add(env_task: EnvTask, user: User, incoming: list[_Incoming], *, replace: bool = False) -> list[TaskInputFile]:
     """Checked, then stored, then written in one transaction, checked again under the task's
     lock. A storage write cannot roll back: what a refusal after it leaves is bytes no row
-    names (a race lost), harmless and shared by any later upload of the same file."""
+    names (a race lost), harmless and shared by any later upload of the same file. With
+    `replace`, a file at a path the task has takes the old one's place; the old bytes stay
+    in storage for the versions that name them."""
     author_membership(user=user, project_id=env_task.project_id)
     _require_editable(env_task)
-    _check_room(env_task, incoming)
+    _check_room(env_task, incoming, replace=replace)
     stored = [task_file_store(item.data) for item in incoming]
     with transaction.atomic():
         env_task = _locked_editable(env_task, user)
-        _check_room(env_task, incoming)
-        rows = [
-            TaskInputFile.objects.create(env_task=env_task, path=item.path, file=task_file_name(sha256), size=len(item.data),
-                                         sha256=sha256, format=item.format, content=item.content, created_by=user)
-            for item, sha256 in zip(incoming, stored, strict=True)
-        ]
+        existing = _check_room(env_task, incoming, replace=replace)
+        rows = []
+        for item, sha256 in zip(incoming, stored, strict=True):
+            row = existing.get(item.path) or TaskInputFile(env_task=env_task, path=item.path)
+            row.file, row.sha256, row.size = task_file_name(sha256), sha256, len(item.data)
+            row.format, row.content, row.created_by = item.format, item.content, user
+            row.save()
+            rows.append(row)
         _touch(env_task, user)
     return rows
 
 
 def task_input_files_add(
-    *, env_task: EnvTask, user: User, uploaded_files: list[UploadedFile], folder: str = "",
+    *, env_task: EnvTask, user: User, uploaded_files: list[UploadedFile], folder: str = "", replace: bool = False,
 ) -> list[TaskInputFile]:
     """Add uploaded files to the task's input files, at `folder`/<file name>; all of them
-    or, when any is refused, none."""
+    or, when any is refused, none. `replace`: a file at a path the task has replaces it
+    (else that is refused)."""
     author_membership(user=user, project_id=env_task.project_id)
     if not uploaded_files:
         raise ApplicationError("Choose one or more files to upload.")
     if len(uploaded_files) > MAX_FILES_PER_UPLOAD:
         raise ApplicationError(f"Upload at most {MAX_FILES_PER_UPLOAD} files at a time.")
-    return _add(env_task, user, [_incoming(f, folder=folder) for f in uploaded_files])
+    return _add(env_task, user, [_incoming(f, folder=folder) for f in uploaded_files], replace=replace)
 
 
 def task_input_file_add_bytes(*, env_task: EnvTask, user: User, path: str, data: bytes) -> TaskInputFile:
@@ -150,16 +160,7 @@ def task_input_file_add_bytes(*, env_task: EnvTask, user: User, path: str, data:
 def task_input_file_replace(*, input_file: TaskInputFile, user: User, uploaded_file: UploadedFile) -> TaskInputFile:
     """New bytes at the same path. The old bytes stay in storage for the versions that name them."""
     author_membership(user=user, project_id=input_file.env_task.project_id)
-    _require_editable(input_file.env_task)
-    incoming = _incoming(uploaded_file, path=input_file.path)
-    sha256 = task_file_store(incoming.data)  # before the transaction: a storage write cannot roll back
-    with transaction.atomic():
-        _locked_editable(input_file.env_task, user)
-        input_file.file, input_file.sha256, input_file.size = task_file_name(sha256), sha256, len(incoming.data)
-        input_file.format, input_file.content, input_file.created_by = incoming.format, incoming.content, user
-        input_file.save(update_fields=["file", "sha256", "size", "format", "content", "created_by", "updated_at"])
-        _touch(input_file.env_task, user)
-    return input_file
+    return _add(input_file.env_task, user, [_incoming(uploaded_file, path=input_file.path)], replace=True)[0]
 
 
 @transaction.atomic

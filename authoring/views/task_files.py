@@ -44,12 +44,13 @@ def task_input_files_upload(request: HttpRequest, task_pk: int) -> HttpResponse:
     env_task = selectors.env_task_get_for_user(user=request.user, pk=task_pk)
     try:
         added = task_input_files_add(env_task=env_task, user=request.user, uploaded_files=request.FILES.getlist("files"),
-                                     folder=request.POST.get("folder", ""))
+                                     folder=request.POST.get("folder", ""), replace=request.POST.get("replace") == "on")
     except TooManyFilesSent:
         return _refused(request, env_task, ApplicationError(f"Upload at most {settings.DATA_UPLOAD_MAX_NUMBER_FILES} files at a time."))
     except ApplicationError as error:
         return _refused(request, env_task, error)
-    return _done(request, env_task, f"Added {len(added)} input file{'s' if len(added) != 1 else ''}: {', '.join(f.path for f in added)}.")
+    plural = "s" if len(added) != 1 else ""
+    return _done(request, env_task, f"Uploaded {len(added)} input file{plural}: {', '.join(f.path for f in added)}.")
 
 
 def _refused(request: HttpRequest, env_task: EnvTask, error: ApplicationError) -> HttpResponse:

@@ -44,6 +44,10 @@ def test_refusals_answer_400_and_add_nothing(api_for, team, env_task):
     empty = client.post(f"/api/tasks/{env_task.pk}/input-files/", {}, format="multipart")
     assert empty.status_code == 400 and empty.json()["detail"].startswith("Send one or more files")
     assert list(TaskInputFile.objects.filter(env_task=env_task).values_list("path", flat=True)) == ["figures.csv"]
+    replaced = client.post(f"/api/tasks/{env_task.pk}/input-files/", {"files": [SimpleUploadedFile("figures.csv", b"a,b\n")],
+                                                                       "replace": "true"}, format="multipart")
+    assert replaced.status_code == 201 and [(f["path"], f["size"]) for f in replaced.json()] == [("figures.csv", 4)]
+    assert TaskInputFile.objects.get(env_task=env_task).size == 4
 
 
 def test_a_reviewer_reads_but_cannot_write_and_another_project_sees_nothing(api_for, team, other_team, env_task):

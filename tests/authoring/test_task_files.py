@@ -97,10 +97,22 @@ def test_a_duplicate_path_is_refused_and_the_first_file_is_kept(team, env_task):
     task_input_files_add(env_task=env_task, user=team.author, uploaded_files=[upload()])
     with pytest.raises(ApplicationError, match=r"already has an input file at 'figures\.csv'"):
         task_input_files_add(env_task=env_task, user=team.author, uploaded_files=[upload(data=b"x,y\n1,2\n")])
-    with pytest.raises(ApplicationError, match=r"already has an input file at 'Inputs/a\.md'"):
+    with pytest.raises(ApplicationError, match=r"Two of the files would land at 'Inputs/a\.md'"):
         task_input_files_add(env_task=env_task, user=team.author, uploaded_files=[upload("a.md", b"one"), upload("a.md", b"two")],
                              folder="Inputs")
     assert list(env_task.input_files.values_list("path", "size")) == [("figures.csv", len(FIGURES))]
+
+
+def test_an_upload_with_replace_replaces_the_files_at_its_paths_and_adds_the_others(team, env_task):
+    [first] = task_input_files_add(env_task=env_task, user=team.author, uploaded_files=[upload()])
+    newer = b"quarter,revenue\nQ1,125\n"
+    rows = task_input_files_add(env_task=env_task, user=team.author, uploaded_files=[upload(data=newer), upload("notes.md", b"Notes.")],
+                                replace=True)
+    assert [(r.path, r.size) for r in rows] == [("figures.csv", len(newer)), ("notes.md", 6)]
+    assert rows[0].pk == first.pk and stored_bytes(rows[0].sha256) == newer  # the same file, its new bytes
+    assert stored_bytes(first.sha256) == FIGURES  # the old bytes stay for the versions that name them
+    assert [(f.path, f.size) for f in env_task.input_files.all()] == [("figures.csv", len(newer)), ("notes.md", 6)]
+    assert "Q1,125" in env_task.input_files.get(path="figures.csv").content  # what the agent reads now
 
 
 def test_an_unreadable_file_is_refused_naming_it(team, env_task):
@@ -152,7 +164,11 @@ def test_htmx_upload_answers_the_section_and_a_refusal_keeps_the_files(client, t
     assert fragment.status_code == 200 and text.lstrip().startswith('<section id="input-files"') and "figures.csv" in text
     refused = client.post(url, {"files": [upload()]}, headers={"HX-Request": "true"})
     assert refused.status_code == 422 and "already has an input file" in refused.content.decode()
+    assert "Replace files already at these paths" in refused.content.decode()  # the way out, named and offered
     assert env_task.input_files.count() == 1
+    replaced = client.post(url, {"files": [upload(data=b"a,b\n1,2\n")], "replace": "on"}, headers={"HX-Request": "true"})
+    assert replaced.status_code == 200 and "Uploaded 1 input file: figures.csv." in replaced.content.decode()
+    assert env_task.input_files.get().content == "a,b\n1,2\n"
 
 
 def test_a_reader_without_write_permission_sees_the_list_read_only(client, team, env_task):

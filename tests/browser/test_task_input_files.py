@@ -23,7 +23,7 @@ def test_upload_and_remove_an_input_file_in_place(page: Page, live_server, setti
     )
     section.get_by_label("Folder (optional)").fill("Inputs")
     section.get_by_role("button", name="Upload input files").click()
-    expect(page.locator("#input-files")).to_contain_text("Added 1 input file: Inputs/figures.csv.")
+    expect(page.locator("#input-files")).to_contain_text("Uploaded 1 input file: Inputs/figures.csv.")
     expect(page.locator("#input-files-list")).to_contain_text("Inputs/figures.csv")
     section.screenshot(path=screenshot_dir / "180-task-input-files.png")
 
