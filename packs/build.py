@@ -347,7 +347,7 @@ def _task_files_into(output: ZipOutput, task: PackTask, open_task_file: Callable
                      totals: _Totals) -> None:
     """The task's input files, streamed from storage into task_files/<task_id>/."""
     for entry in task.input_files:
-        path = input_file_path(task, entry["path"])
+        path = input_file_path(task.task_id, entry["path"])
         try:
             if open_task_file is None:  # a caller that reads no storage: the bytes are nowhere
                 raise FileNotFoundError(entry["sha256"])

@@ -13,6 +13,7 @@ from typing import BinaryIO
 from core.archives import check_zip, safe_member_read
 from core.exceptions import ApplicationError
 from packs.build import FORMAT_NAME, FORMAT_VERSION
+from packs.formats.records import input_file_path
 from packs.formats.taskwright import NATIVE_VERSION
 
 MIB = 1024 * 1024
@@ -55,11 +56,6 @@ def _jsonl(data: bytes, path: str) -> list[dict]:
             raise _refuse(f"line {n} of {path} is not in Taskwright's pack format (version {NATIVE_VERSION}).")
         rows.append(row)
     return rows
-
-
-def task_file_entry(task: dict, entry: dict) -> str:
-    """Where a task line's input file is in the pack (packs.formats.records.input_file_path)."""
-    return f"task_files/{task.get('task_id')}/{entry['path']}"
 
 
 def _input_files(task: dict, n: int) -> list[dict]:
@@ -126,7 +122,7 @@ def read_pack(source: BinaryIO) -> tuple[ImportedPack, zipfile.ZipFile]:
         if not isinstance(rubric, dict) or not isinstance(rubric.get("criteria"), list):
             raise _refuse(f"task {n} ({task.get('title')!r}) has no rubric.")
         for entry in _input_files(task, n):
-            held = listed.get(task_file_entry(task, entry))
+            held = listed.get(input_file_path(str(task.get("task_id")), entry["path"]))
             if held is None or held.get("sha256") != entry["sha256"]:
                 raise _refuse(f"task {n} ({task.get('title')!r}) has the input file {entry['path']!r}, which is not in the pack.")
     pack = manifest.get("pack") or {}

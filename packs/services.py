@@ -25,7 +25,8 @@ from core.exceptions import ApplicationError
 from core.jobs import JobStates, claim_job, kept_alive, stale
 from packs.build import BuiltTask, BuiltWorld, SubmissionRow, WorldZipCache, build_pack_zip
 from packs.formats import ALL_FORMATS
-from packs.importer import MAX_WORLD_ZIP_BYTES, read_pack, task_file_entry
+from packs.formats.records import input_file_path
+from packs.importer import MAX_WORLD_ZIP_BYTES, read_pack
 from packs.models import Pack, PackStatus, PackTaskEntry, PackWorldEntry
 from packs.tasks import build_pack
 from reviews.models import Submission, SubmissionStatus
@@ -348,7 +349,7 @@ def pack_import(*, project_id: int, user: User, uploaded_file) -> list:
                                              all_must_pass=bool(rubric.get("all_must_pass", False)),
                                              judge_samples=int(rubric.get("judge_samples", 1)))
             for entry in row.get("input_files") or []:
-                data = safe_member_read(archive, task_file_entry(row, entry), MAX_UPLOAD_BYTES)
+                data = safe_member_read(archive, input_file_path(str(row.get("task_id")), entry["path"]), MAX_UPLOAD_BYTES)
                 task_input_file_add_bytes(env_task=env_task, user=user, path=entry["path"], data=data)
             env_task.refresh_from_db()
             created.append(env_task)

@@ -28,7 +28,7 @@ from authoring import extraction
 from authoring.models import EnvTask, TaskInputFile
 from authoring.services.common import author_membership
 from authoring.services.documents import MAX_CONTENT_CHARS, clean_path
-from authoring.services.tasks import _require_editable
+from authoring.services.tasks import require_editable
 from authoring.services.uploads import MAX_FILES_PER_UPLOAD, clean_file_name, read_upload
 from core.exceptions import ApplicationError
 
@@ -85,10 +85,10 @@ def _incoming(uploaded_file: UploadedFile, *, folder: str = "", path: str = "") 
     return _readable(data=data, name=name, path=clean_path(path) if path else _path(folder, name))
 
 
-def _locked_editable(env_task: EnvTask, user: User) -> EnvTask:
-    author_membership(user=user, project_id=env_task.project_id)
+def _locked_editable(env_task: EnvTask) -> EnvTask:
+    """The task, locked for this transaction, if it may still be edited."""
     locked = EnvTask.objects.select_for_update().get(pk=env_task.pk)
-    _require_editable(locked)
+    require_editable(locked)
     return locked
 
 
@@ -119,13 +119,13 @@ def _add(env_task: EnvTask, user: User, incoming: list[_Incoming], *, replace: b
     lock. A storage write cannot roll back: what a refusal after it leaves is bytes no row
     names (a race lost), harmless and shared by any later upload of the same file. With
     `replace`, a file at a path the task has takes the old one's place; the old bytes stay
-    in storage for the versions that name them."""
-    author_membership(user=user, project_id=env_task.project_id)
-    _require_editable(env_task)
+    in storage for the versions that name them. The caller has checked `user` is an author
+    of the project (before reading any upload)."""
+    require_editable(env_task)
     _check_room(env_task, incoming, replace=replace)
     stored = [task_file_store(item.data) for item in incoming]
     with transaction.atomic():
-        env_task = _locked_editable(env_task, user)
+        env_task = _locked_editable(env_task)
         existing = _check_room(env_task, incoming, replace=replace)
         rows = []
         for item, sha256 in zip(incoming, stored, strict=True):
@@ -153,7 +153,8 @@ def task_input_files_add(
 
 
 def task_input_file_add_bytes(*, env_task: EnvTask, user: User, path: str, data: bytes) -> TaskInputFile:
-    """One input file from bytes already read (a pack import)."""
+    """One input file from bytes already read (a pack import, the demo)."""
+    author_membership(user=user, project_id=env_task.project_id)
     return _add(env_task, user, [_readable(data=data, name=path.rpartition("/")[2], path=clean_path(path))])[0]
 
 
@@ -165,6 +166,7 @@ def task_input_file_replace(*, input_file: TaskInputFile, user: User, uploaded_f
 
 @transaction.atomic
 def task_input_file_remove(*, input_file: TaskInputFile, user: User) -> None:
-    env_task = _locked_editable(input_file.env_task, user)
+    author_membership(user=user, project_id=input_file.env_task.project_id)
+    env_task = _locked_editable(input_file.env_task)
     TaskInputFile.objects.filter(pk=input_file.pk).delete()
     _touch(env_task, user)

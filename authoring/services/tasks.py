@@ -45,7 +45,8 @@ def _clean_task_fields(*, title: str, prompt: str, deliverable_kind: str, refere
     return {"title": title, "prompt": prompt or "", "deliverable_kind": deliverable_kind, "reference_answer": reference_answer or ""}
 
 
-def _require_editable(env_task: EnvTask) -> None:
+def require_editable(env_task: EnvTask) -> None:
+    """ApplicationError unless the task may be edited (draft or changes requested)."""
     if not env_task.is_editable:
         raise ApplicationError(
             f"This task is {env_task.get_status_display().lower()}: it can be edited again once it is "
@@ -74,7 +75,7 @@ def env_task_update(
     author_membership(user=user, project_id=env_task.project_id)
     fields = _clean_task_fields(title=title, prompt=prompt, deliverable_kind=deliverable_kind, reference_answer=reference_answer)
     env_task = EnvTask.objects.select_for_update().get(pk=env_task.pk)
-    _require_editable(env_task)
+    require_editable(env_task)
     check_revision(obj=env_task, base_revision=base_revision, fields=fields, label="This task")
     for name, value in fields.items():
         setattr(env_task, name, value)
@@ -186,7 +187,7 @@ def _clean_evidence(evidence: object) -> dict:
 def _rubric_for_edit(*, env_task: EnvTask, user: User, base_revision: int | None) -> RubricVersion:
     author_membership(user=user, project_id=env_task.project_id)
     env_task = EnvTask.objects.select_for_update().get(pk=env_task.pk)
-    _require_editable(env_task)
+    require_editable(env_task)
     current = env_task.rubric_versions.order_by("-number").first()
     if current is not None:
         check_revision(obj=current, base_revision=base_revision, fields={}, label="The rubric")

@@ -143,7 +143,7 @@ class ApexWriter(FormatWriter):
             "prompt": task.prompt,
             # The task's own files, laid over its world's filesystem/ at the same paths: where
             # each is in the pack (task_files/<task_id>/<path>); [] when it has none.
-            "task_input_files": [input_file_path(task, f["path"]) for f in task.input_files],
+            "task_input_files": [input_file_path(task.task_id, f["path"]) for f in task.input_files],
             "rubric": [{"verifier_id": c.id, "criteria": c.text} for c in task.criteria],
         })
         for criterion in task.criteria:

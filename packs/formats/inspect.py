@@ -76,7 +76,7 @@ def _task_files(task: PackTask) -> dict[str, str]:
         return {}
     paths = [f["path"] for f in task.input_files]
     return {TASK_FILES: json.dumps(paths, ensure_ascii=False),
-            **{TASK_FILES_DIR + path: f"../{input_file_path(task, path)}" for path in paths}}
+            **{TASK_FILES_DIR + path: f"../{input_file_path(task.task_id, path)}" for path in paths}}
 
 
 class InspectWriter(FormatWriter):

@@ -68,9 +68,10 @@ class PackTask:
         return sum(c.points for c in self.criteria if c.points > 0)
 
 
-def input_file_path(task: PackTask, path: str) -> str:
-    """Where an input file of the task is in the pack (FORMATS.md: task_files/<task_id>/)."""
-    return f"task_files/{task.task_id}/{path}"
+def input_file_path(task_id: str, path: str) -> str:
+    """Where an input file of the task `task_id` is in the pack (FORMATS.md:
+    task_files/<task_id>/): what the writers name and the importer reads back."""
+    return f"task_files/{task_id}/{path}"
 
 
 def score(task: PackTask, met: dict[str, bool]) -> tuple[float, bool]:

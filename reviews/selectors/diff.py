@@ -1,8 +1,9 @@
 """What changed between two submissions of the same task: the prompt and reference answer
 word by word, the rubric's criteria (paired as verification.versions pairs them, so a
 rewritten criterion reads as changed, not as one removed and one added), the rubric's
-grading settings, the task's input files (by path and sha256), and the world: its outline, facts and documents (added, removed, moved,
-changed, each changed one with its line diff, a spreadsheet compared by the values it shows).
+grading settings, the task's input files (by path and sha256), and the world: its outline,
+facts and documents (added, removed, moved, changed, each changed one with its line diff, a
+spreadsheet compared by the values it shows).
 
 Every piece of text here is user text: the HTML this module builds escapes all of it and
 adds only <ins> and <del>."""

@@ -123,7 +123,7 @@ def build(root: Path, demo, tasks: list[PackTask] | None = None) -> Path:
         out.write_bytes(world.zip_path, demo.world_zips[world.world_id])
     for task in tasks or demo.tasks:
         for entry in task.input_files:
-            path = input_file_path(task, entry["path"])
+            path = input_file_path(task.task_id, entry["path"])
             if not (root / path).exists():
                 with default_storage.open(task_file_name(entry["sha256"])) as stored:
                     out.write_bytes(path, stored.read())
@@ -354,7 +354,7 @@ def test_the_sample_gets_the_tasks_input_files_and_the_agents_tools_read_them(de
         {"path": "Inputs/figures.csv", "size": len(figures), "sha256": hashlib.sha256(figures).hexdigest()},
     ))
     root = tmp_path / "pack"
-    DirectoryOutput(root).write_bytes(input_file_path(task, "Inputs/figures.csv"), figures)
+    DirectoryOutput(root).write_bytes(input_file_path(task.task_id, "Inputs/figures.csv"), figures)
     pack = build(root, demo_pack, [task])
     plan = '("list_files", lambda m: {}),\n    ("read_file", lambda m: {"path": "/Inputs/figures.csv"}),'
     scripted = tmp_path / "scripted.py"
