@@ -106,9 +106,16 @@ def _beat_job_heartbeats(**kwargs) -> None:
 
 
 @worker_init.connect
-def _import_task_code(**kwargs) -> None:
+def _import_task_code(sender=None, **kwargs) -> None:
     for name in WORKER_IMPORTS:
         importlib.import_module(name)
+    # The model SDKs load lazily (llm.client.load_sdks); a worker that takes model calls
+    # loads them now rather than inside its first call, which holds an endpoint slot.
+    consumed = set(sender.app.amqp.queues.consume_from) if sender is not None else set()
+    if consumed != {"packs"}:
+        from llm.client import load_sdks
+
+        load_sdks()
 
 
 # Each sends again the jobs of one kind whose broker message may be lost: queued for a while,

@@ -28,19 +28,21 @@ import threading
 import time
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
-import anthropic
 import httpx2
 import jsonschema
-import openai
 from django.conf import settings
-from openai.lib.streaming.chat import ChatCompletionStreamState
 
 from llm import egress, providers, scripted
 from llm import http as llm_http
 from llm.concurrency import endpoint_slot
 from llm.errors import ModelError, RetryableError
 from llm.models import CallOutcome, EndpointKind, ModelCall, ModelEndpoint
+
+if TYPE_CHECKING:
+    import anthropic
+    import openai
 
 logger = logging.getLogger(__name__)
 SCHEMA_RETRIES = 2
@@ -227,12 +229,24 @@ def _retry_after(headers) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-_clients: dict[tuple, openai.OpenAI | anthropic.Anthropic] = {}
+@functools.cache
+def load_sdks():
+    """The official SDKs, imported when a process first calls a model server (or a worker
+    that takes model calls starts: config.celery): together they hold about 90 MB and take
+    about a second to import, which a process that never calls a model (the web, a packs
+    worker) need not pay."""
+    import anthropic
+    import openai
+
+    return openai, anthropic
+
+
+_clients: dict[tuple, "openai.OpenAI | anthropic.Anthropic"] = {}
 _clients_lock = threading.Lock()
 MAX_CLIENTS = 64
 
 
-def _sdk_client(endpoint: ModelEndpoint, key: str | None) -> openai.OpenAI | anthropic.Anthropic:
+def _sdk_client(endpoint: ModelEndpoint, key: str | None) -> "openai.OpenAI | anthropic.Anthropic":
     """The SDK client for the endpoint as configured now, one per process, shared by every
     thread (its connection pool is thread-safe). Keyed by everything a client is built from,
     so an endpoint edited (or a deployment that stops allowing private networks) gets a new
@@ -248,6 +262,7 @@ def _sdk_client(endpoint: ModelEndpoint, key: str | None) -> openai.OpenAI | ant
         client = _clients.get(identity)
         if client is not None:
             return client
+        openai, anthropic = load_sdks()
         if len(_clients) >= MAX_CLIENTS:  # endpoints edited many times: start again
             for old in _clients.values():
                 old.close()
@@ -283,6 +298,7 @@ def _send(endpoint, key, messages, tools, schema, temperature, max_tokens) -> pr
     body = request_body(kind=endpoint.kind, model=endpoint.model, messages=messages, tools=tools, schema=schema,
                         temperature=temperature, max_tokens=max_tokens)
     client = _sdk_client(endpoint, key)
+    openai, anthropic = load_sdks()
     # A local model server needs no key: then no Authorization header at all.
     headers = {} if key else {"Authorization": anthropic.omit if anthropic_kind else openai.omit}
     try:
@@ -328,6 +344,8 @@ def _streamed(client, anthropic_kind: bool, body: dict, headers: dict) -> dict:
     if anthropic_kind:
         with client.messages.stream(**body, extra_headers=headers) as stream:
             return stream.get_final_message().model_dump(mode="json")
+    from openai.lib.streaming.chat import ChatCompletionStreamState
+
     state = ChatCompletionStreamState()
     for chunk in client.chat.completions.create(**body, stream=True, stream_options={"include_usage": True}, extra_headers=headers):
         state.handle_chunk(chunk)

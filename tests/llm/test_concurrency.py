@@ -139,9 +139,10 @@ EXITING_CALLER = textwrap.dedent(
     import os, sys, django
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     django.setup()
-    from llm.client import chat
+    from llm.client import chat, load_sdks
     from llm.models import ModelEndpoint
 
+    load_sdks()  # as a worker does when it starts (config.celery): the first call alone may outlast the slot's keeping
     chat(endpoint=ModelEndpoint.objects.get(pk=int(sys.argv[1])), messages=[{"role": "user", "content": "hi"}], purpose="drafting")
     from llm import concurrency
     print(sum(len(kept.free) for kept in concurrency._kept.values()))  # kept for a next call that never comes
