@@ -1,6 +1,16 @@
-"""pdf (fpdf2, a core or DejaVu font) from the block form of markdown content."""
+"""pdf (fpdf2) from the block form of markdown content.
+
+The font: Helvetica, one of the PDF standard fonts every reader has, when all of the
+document's text is in Windows-1252 (English and Western European text, with curly quotes,
+dashes, the euro sign and bullets); otherwise DejaVu Sans, embedded, for the rest of
+Unicode. A standard font is not embedded, so such a PDF is a few kB and renders in about
+10 ms; an embedded font is parsed and subset with fontTools, about 0.2 s a PDF
+(docs/performance.md). Without DejaVu on the machine, what Windows-1252 cannot hold is
+replaced.
+"""
 
 import datetime as dt
+import json
 import logging
 import os
 
@@ -17,14 +27,24 @@ for _name in ("fontTools.subset", "fontTools.ttLib", "fontTools.ttLib.ttFont"):
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu"
 _FONT_FILES = {"": "DejaVuSans.ttf", "B": "DejaVuSans-Bold.ttf", "I": "DejaVuSans-Oblique.ttf", "BI": "DejaVuSans-BoldOblique.ttf"}
-_ASCII = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "•": "-", "…": "...", "\u00a0": " ", "€": "EUR"})
+STANDARD_ENCODING = "windows-1252"  # what fpdf2 writes as the standard fonts' WinAnsiEncoding
+_TO_STANDARD = str.maketrans({"\u2212": "-", "\u2010": "-", "\u2011": "-", "\u2192": "->", "\u2264": "<=", "\u2265": ">="})
+
+
+def _fits_standard_font(blocks: list[dict]) -> bool:
+    try:
+        json.dumps(blocks, ensure_ascii=False).encode(STANDARD_ENCODING)
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 class _Pdf(FPDF):
-    def __init__(self, title: str) -> None:
+    def __init__(self, title: str, *, standard: bool) -> None:
         super().__init__(format="A4")
-        self.unicode = all(os.path.exists(os.path.join(DEJAVU, f)) for f in _FONT_FILES.values())
+        self.unicode = not standard and all(os.path.exists(os.path.join(DEJAVU, f)) for f in _FONT_FILES.values())
         self.family = "DejaVu" if self.unicode else "Helvetica"
+        self.core_fonts_encoding = STANDARD_ENCODING
         self.set_creation_date(dt.datetime(*FIXED_CREATED, tzinfo=dt.UTC))
         self.set_title(title)
         self.set_margins(20, 20, 20)
@@ -42,10 +62,10 @@ class _Pdf(FPDF):
         super().set_font(family, style, size)
 
     def text_of(self, text: str) -> str:
-        """Without a Unicode font the core fonts know only latin-1: replace the rest."""
+        """In a standard font, what Windows-1252 cannot hold is replaced (only without DejaVu)."""
         if self.unicode:
             return text
-        return text.translate(_ASCII).encode("latin-1", "replace").decode("latin-1")
+        return text.translate(_TO_STANDARD).encode(STANDARD_ENCODING, "replace").decode(STANDARD_ENCODING)
 
     def runs(self, runs: list[Run], size: float, *, bold: bool = False, line: float | None = None) -> None:
         height = line or size * 0.5
@@ -57,7 +77,8 @@ class _Pdf(FPDF):
 
 
 def render_pdf(blocks: list[dict]) -> bytes:
-    pdf = _Pdf(document_title(blocks))
+    title = document_title(blocks)
+    pdf = _Pdf(title, standard=_fits_standard_font([title, blocks]))
     sizes = {1: 18, 2: 15, 3: 13}
     for b in blocks:
         kind = b["type"]
@@ -70,7 +91,7 @@ def render_pdf(blocks: list[dict]) -> bytes:
             pdf.ln(3)
         elif kind in ("bullets", "numbered"):
             for n, item in enumerate(b["items"], 1):
-                marker = f"{n}." if kind == "numbered" else ("•" if pdf.unicode else "-")
+                marker = f"{n}." if kind == "numbered" else "•"
                 pdf.set_font(pdf.family, "", 11)
                 pdf.set_x(pdf.l_margin + 4)
                 pdf.cell(7, 5.5, marker)

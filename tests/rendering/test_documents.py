@@ -54,13 +54,30 @@ def test_pdf_text_extracts_including_non_latin_text():
     assert "**" not in text
 
 
-def test_pdf_without_a_unicode_font_replaces_what_latin_1_cannot_hold(monkeypatch):
+def test_pdf_in_windows_1252_uses_a_standard_font_and_embeds_none():
+    data = render_file("file", "pdf", MEMO, {}, path="m.pdf").data
+    reader = pypdf.PdfReader(io.BytesIO(data))
+    fonts = {font["/BaseFont"]: font for font in reader.pages[0]["/Resources"]["/Font"].values()}
+    assert set(fonts) == {"/Helvetica", "/Helvetica-Bold", "/Helvetica-Oblique"}
+    assert all("/FontFile2" not in font.get("/FontDescriptor", {}) for font in fonts.values())
+    text = reader.pages[0].extract_text()
+    assert "Project Falcon — Investment Committee Memo" in text and "€48,500,000" in text and "Zoë Analytics" in text
+    assert "• Enterprise value of €48.5m" in text
+
+
+def test_pdf_beyond_windows_1252_embeds_dejavu():
+    data = render_file("file", "pdf", "# Сделка\n\nClosed.\n", {}, path="m.pdf").data
+    fonts = pypdf.PdfReader(io.BytesIO(data)).pages[0]["/Resources"]["/Font"].values()
+    assert all("DejaVu" in font["/BaseFont"] for font in fonts)
+
+
+def test_pdf_without_a_unicode_font_replaces_what_windows_1252_cannot_hold(monkeypatch):
     from authoring.rendering import pdffile
 
     monkeypatch.setattr(pdffile, "DEJAVU", "/nonexistent")
     data = render_file("file", "pdf", "# Сделка “deal” — €5m\n", {}, path="x.pdf").data
     text = pypdf.PdfReader(io.BytesIO(data)).pages[0].extract_text()
-    assert '"deal" - EUR5m' in text
+    assert "?????? “deal” — €5m" in text
 
 
 def test_markdown_file_is_the_content_itself():
