@@ -2,7 +2,9 @@
 format, against `zip -r` of the same unpacked bytes, and the build's peak memory.
 
     pack build/zip: X          build time / (zip -r of the pack's files, unpacked)   goal ≤ 3
-                               (first build; then again with the worlds in the world cache)
+                               (first build; then again with the worlds in the world cache,
+                               in the same process, as a packs worker's next build, and in a
+                               fresh process)
     pack peak rss MB: N        peak RSS of the process that builds (--tasks 1000 and 5000:
                                goal within 20 MB of each other, and under 250 MB)
 
@@ -10,13 +12,16 @@ The data is made straight in the database (bulk inserts, not the services: it is
 build that is measured): 10 worlds of 20 documents (docx, xlsx, pptx, pdf, md, csv,
 emails, a chat message, an event), N tasks spread over them, each with a 6-criterion
 rubric and one approved submission whose snapshot is what submission_create freezes.
-The build runs in a child process (`--build-only`), so its peak RSS is the build's and
-the Django process it needs, not the data set-up's.
+The builds run in child processes (`--build-only`), so their peak RSS is the build's and
+the Django process it needs, not the data set-up's: one child builds the pack twice (the
+first build renders every world; the second, like a packs worker's next build, finds them in
+the world cache, with the libraries already loaded), another builds it once more on its own
+(the world cache, in a fresh process).
 
 Uses the database the environment names (PostgreSQL: `DATABASE_URL=postgres://…`), in a
 fresh database it creates and drops; without one a temporary SQLite file.
 
-    .venv/bin/python bench/packs.py [--tasks 1000 5000] [--runs 1]
+    .venv/bin/python bench/packs.py [--tasks 1000 5000]
 """
 
 import argparse
@@ -109,15 +114,16 @@ def make_data(tasks: int) -> tuple[int, int]:
     return project.pk, admin.pk
 
 
-def build_only(pack_id: int) -> None:
-    """In the child: build, then print the time and the peak RSS."""
+def build_only(pack_ids: list[int]) -> None:
+    """In the child: build each pack in turn; after each, print its time and the peak RSS so far."""
     _setup_django()
     from packs.services import pack_build
 
-    started = time.perf_counter()
-    pack_build(pack_id=pack_id)
-    elapsed = time.perf_counter() - started
-    print(json.dumps({"seconds": elapsed, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+    for pack_id in pack_ids:
+        started = time.perf_counter()
+        pack_build(pack_id=pack_id)
+        elapsed = time.perf_counter() - started
+        print(json.dumps({"seconds": elapsed, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}), flush=True)
 
 
 def zip_seconds(pack_bytes: bytes) -> float:
@@ -134,10 +140,7 @@ def zip_seconds(pack_bytes: bytes) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tasks", type=int, nargs="+", default=[1000, 5000])
-    parser.add_argument(
-        "--runs", type=int, default=2, help="builds per size: the first renders every world, the next find them in the world cache"
-    )
-    parser.add_argument("--build-only", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--build-only", type=int, nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.build_only:
         return build_only(args.build_only)
@@ -161,7 +164,7 @@ def main() -> None:
     try:
         print(f"database: {connection.vendor}")
         for tasks in args.tasks:
-            _measure(tasks, args.runs)
+            _measure(tasks)
     finally:
         connection.close()
         if base:
@@ -169,7 +172,7 @@ def main() -> None:
         shutil.rmtree(var_dir, ignore_errors=True)
 
 
-def _measure(tasks: int, runs: int) -> None:
+def _measure(tasks: int) -> None:
     from accounts.models import User
     from packs.models import Pack, PackStatus
     from packs.services import pack_create
@@ -180,13 +183,16 @@ def _measure(tasks: int, runs: int) -> None:
     print(f"{tasks} tasks: data made in {time.perf_counter() - started:.1f} s")
     admin = User.objects.get(pk=admin_id)
     ids = list(Submission.objects.filter(project_id=project_id).values_list("pk", flat=True))
-    ratios, rss = [], []
-    for run in range(runs):
-        pack = pack_create(project_id=project_id, user=admin, name="Bench", submission_ids=ids)
-        child = subprocess.run(
-            [sys.executable, __file__, "--build-only", str(pack.pk)], capture_output=True, text=True, check=True, env=os.environ
-        )
-        result = json.loads(child.stdout.strip().splitlines()[-1])
+    kinds = ["first build, every world rendered", "worlds cached, same process (a worker's next build)",
+             "worlds cached, fresh process"]
+    packs = [pack_create(project_id=project_id, user=admin, name="Bench", submission_ids=ids) for _ in kinds]
+    results = []
+    for children in ([packs[0], packs[1]], [packs[2]]):
+        child = subprocess.run([sys.executable, __file__, "--build-only", *(str(p.pk) for p in children)],
+                               capture_output=True, text=True, check=True, env=os.environ)
+        results += [json.loads(line) for line in child.stdout.strip().splitlines() if line.startswith("{")]
+    ratios = []
+    for kind, pack, result in zip(kinds, packs, results, strict=True):
         pack.refresh_from_db()
         if pack.status != PackStatus.READY:
             sys.exit(f"the build failed: {pack.error}")
@@ -194,16 +200,13 @@ def _measure(tasks: int, runs: int) -> None:
             data = handle.read()
         zipped = zip_seconds(data)
         ratios.append(result["seconds"] / zipped)
-        rss.append(result["peak_rss_mb"])
-        kind = "first build, every world rendered" if run == 0 else "worlds from the cache"
         print(f"  {kind}: build {result['seconds']:.2f} s, zip -r {zipped:.2f} s, pack {len(data) / 1e6:.1f} MB, "
               f"peak RSS {result['peak_rss_mb']:.0f} MB")
         Pack.objects.filter(pk=pack.pk).delete()
     print(f"tasks: {tasks}")
     print(f"pack build/zip: {ratios[0]:.2f}")
-    if runs > 1:
-        print(f"pack build/zip, worlds cached: {', '.join(f'{r:.2f}' for r in ratios[1:])}")
-    print(f"pack peak rss MB: {rss[0]:.0f}" + (f" (worlds cached: {', '.join(f'{r:.0f}' for r in rss[1:])})" if runs > 1 else ""))
+    print(f"pack build/zip, worlds cached: {ratios[1]:.2f} (same process), {ratios[2]:.2f} (fresh process)")
+    print(f"pack peak rss MB: {results[0]['peak_rss_mb']:.0f} (worlds cached, fresh process: {results[2]['peak_rss_mb']:.0f})")
 
 
 if __name__ == "__main__":

@@ -173,7 +173,7 @@ def pack_build(*, pack_id: int) -> None:
         )
 
 
-ROWS_PER_CHUNK = 50  # snapshots read from the database at a time
+ROWS_PER_CHUNK = 200  # snapshots read from the database at a time
 ENTRIES_PER_INSERT = 500
 
 

@@ -255,8 +255,11 @@ def audit_trails_for_tasks(*, tasks: dict[int, int], until: datetime) -> dict[in
     rows = _timeline(events=Q(env_task_id__in=list(tasks)), rubrics=Q(env_task_id__in=list(tasks)),
                      documents=Q(document__world_id__in=list(on_world)), verbs=None, actor_id=None, since=None, until=until,
                      newest_first=False)
-    for entry in audit_entries(rows):
-        line = {"at": _iso(entry.at), "actor": entry.actor, "kind": entry.kind, "summary": entry.summary, "submission": entry.submission}
-        for task_pk in ([entry.task_id] if entry.task_id is not None else on_world.get(entry.world_id, [])):
+    # (Straight from the rows, not audit_entries: a manifest has no use for the pages' links,
+    # and reversing them would load every URLconf and view into a packs worker.)
+    for row in rows:
+        line = {"at": _iso(row["e_at"]), "actor": row["e_actor"], "kind": row["e_kind"], "summary": _summary(row),
+                "submission": row["e_number"] if row["e_source"] == _EVENT else None}
+        for task_pk in ([row["e_task"]] if row["e_task"] is not None else on_world.get(row["e_world"], [])):
             trails[task_pk].append(line)
     return trails
