@@ -1,6 +1,10 @@
 import json
+import os
+import subprocess
+import sys
 import time
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -8,6 +12,7 @@ from llm.client import chat
 from llm.errors import ModelError
 from llm.models import ModelCall, ModelEndpoint
 from tests.fake_llm import Reply
+from tests.worker import database_url_for_subprocess
 
 MESSAGES = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Say hi."}]
 SCHEMA = {"type": "object", "required": ["title", "amount"], "properties": {"title": {"type": "string"}, "amount": {"type": "number"}}}
@@ -447,3 +452,14 @@ def test_one_sdk_client_per_endpoint_and_process_and_a_new_one_when_it_changes(e
     assert llm_client._sdk_client(endpoint, "sk-test-secret-key") is first
     endpoint.read_timeout = 33
     assert llm_client._sdk_client(endpoint, "sk-test-secret-key") is not first
+
+
+def test_the_model_sdks_load_only_where_a_model_is_called():
+    """openai and anthropic hold ~90 MB: the web process and a packs worker never load them."""
+    script = ("import sys, django; django.setup(); import config.urls, config.celery, packs.services, rollouts.agent; "
+              "print(sorted(m for m in ('openai', 'anthropic') if m in sys.modules))")
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", "DATABASE_URL": database_url_for_subprocess()}
+    done = subprocess.run([sys.executable, "-c", script], cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"

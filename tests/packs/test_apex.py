@@ -134,3 +134,13 @@ def test_no_task_still_writes_empty_lists(tmp_path):
     pack = write_pack(ApexWriter, tmp_path, tasks=[])
     for name in ("tasks_and_rubrics.json", "world_descriptions.json", "verifiers.json", "eval_configs.json"):
         assert read(pack, name) == []
+
+
+def test_each_list_item_is_one_line_of_its_own(demo_pack, tmp_path):
+    """So a release diffs and greps by verifier, task and world."""
+    pack = write_pack(ApexWriter, tmp_path, tasks=demo_pack.tasks, worlds=demo_pack.worlds)
+    for name in ("tasks_and_rubrics.json", "world_descriptions.json", "verifiers.json", "eval_configs.json"):
+        lines = (pack / name).read_text(encoding="utf-8").splitlines()
+        items = read(pack, name)
+        assert (lines[0], lines[-1], len(lines)) == ("[", "]", len(items) + 2), name
+        assert [json.loads(line.strip().rstrip(",")) for line in lines[1:-1]] == items, name
