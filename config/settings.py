@@ -192,6 +192,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_DEFAULT_QUEUE = "default"
 CELERY_TASK_ROUTES = {
     "packs.tasks.*": {"queue": "packs"},
+    "reviews.tasks.render_approved_world": {"queue": "packs"},  # rendering, as a pack build does
     "authoring.tasks.*": {"queue": "drafting"},
     "rollouts.tasks.run_rollout": {"queue": "rollouts"},
     "rollouts.tasks.grade_attempt": {"queue": "grading"},

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from tempfile import TemporaryDirectory, TemporaryFile
 from typing import BinaryIO
 
-from authoring import archipelago
+from authoring.archipelago.cache import WorldZipCache, render_world_zip
 from core.exceptions import ApplicationError
 from packs.formats import ALL_FORMATS, FORMATS, writer_class
 from packs.formats.base import FormatWriter
@@ -132,65 +132,6 @@ class ZipOutput:
         self.files.append({"path": path, "sha256": sha.hexdigest(), "bytes": size})
 
 
-def render_world(world: PackWorld) -> tuple[bytes, dict]:
-    """The world's zip in the Archipelago layout (byte for byte the world's own export),
-    and what it holds."""
-    snapshot = {"title": world.title, "outline": world.outline, "facts": list(world.facts), "documents": list(world.documents)}
-    with TemporaryFile() as out:
-        counts = archipelago.write_world_snapshot_zip(snapshot, out=out)
-        out.seek(0)
-        return out.read(), counts
-
-
-class WorldZipCache:
-    """Rendered world zips kept by what they are made of: the world state's documents and
-    title, and the code that renders them (RENDERER). A pack built again, or another pack
-    of the same worlds, copies the zip instead of rendering every document again (a PDF
-    costs about 0.7 s, an xlsx with formulas 1.5 s). `load` and `store` are the storage:
-    packs.services keeps them under packs/world-cache/ in Django's storage."""
-
-    def __init__(self, load: Callable[[str], bytes | None], store: Callable[[str, bytes], None]) -> None:
-        self.load, self.store = load, store
-
-    @staticmethod
-    def key(world: PackWorld) -> str:
-        return digest([RENDERER, world.title, world.outline, list(world.facts), sorted(world.documents, key=lambda d: d["path"])])
-
-    def get_or_render(self, world: PackWorld) -> tuple[bytes, dict]:
-        key = self.key(world)
-        cached, counts = self.load(f"{key}.zip"), self.load(f"{key}.json")
-        if cached is not None and counts is not None:
-            return cached, json.loads(counts)
-        data, found = render_world(world)
-        self.store(f"{key}.json", json.dumps(found, sort_keys=True).encode())
-        self.store(f"{key}.zip", data)
-        return data, found
-
-
-def _renderer_fingerprint() -> str:
-    """A digest of the code that turns documents into files: the rendering and export
-    modules and the versions of the libraries they call. Any change makes new cache keys."""
-    import importlib.metadata
-    from pathlib import Path
-
-    import authoring.archipelago
-    import authoring.rendering
-
-    sha = hashlib.sha256()
-    for package in (authoring.rendering, authoring.archipelago):
-        for path in sorted(Path(package.__file__).parent.glob("*.py")):
-            sha.update(path.name.encode() + b"\0" + path.read_bytes())
-    for library in ("python-docx", "openpyxl", "XlsxWriter", "python-pptx", "fpdf2", "formulas", "icalendar"):
-        try:
-            sha.update(f"{library}={importlib.metadata.version(library)}".encode())
-        except importlib.metadata.PackageNotFoundError:
-            sha.update(library.encode())
-    return sha.hexdigest()
-
-
-RENDERER = _renderer_fingerprint()
-
-
 def _document_digests(documents: Iterable[dict]) -> dict[str, str]:
     return {d["path"]: digest([d.get("kind"), d.get("format"), d.get("content"), d.get("metadata"), d.get("brief"), d.get("status")])
             for d in documents}
@@ -240,7 +181,7 @@ def build_pack_zip(
     on_task: Callable[[BuiltTask], None] = lambda built: None,
     on_world: Callable[[BuiltWorld], None] = lambda built: None,
     world_of: Callable[[int], dict],
-    cache: "WorldZipCache | None" = None,
+    cache: WorldZipCache | None = None,
     open_task_file: Callable[[str], BinaryIO] | None = None,
 ) -> dict:
     """Write the pack's zip to `out` and return its manifest (without the per-task list,
@@ -328,12 +269,12 @@ def build_pack_zip(
     return manifest
 
 
-def _world_into(output: ZipOutput | None, snapshot_world: dict, world_id: str, label: str, cache: "WorldZipCache | None") -> PackWorld:
+def _world_into(output: ZipOutput | None, snapshot_world: dict, world_id: str, label: str, cache: WorldZipCache | None) -> PackWorld:
     """Render the world state once (or take it from the cache) and put its zip in the pack
     (when a format reads worlds)."""
     world = world_from_snapshot(snapshot_world, world_id=world_id)
     try:
-        data, counts = cache.get_or_render(world) if cache is not None else render_world(world)
+        data, counts = cache.get_or_render(snapshot_world) if cache is not None else render_world_zip(snapshot_world)
     except ApplicationError as exc:
         raise BuildError(
             f"The pack was not built: {label} is on the world {world.title!r}, which cannot be exported. {exc.message}"

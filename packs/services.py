@@ -17,13 +17,14 @@ from accounts.models import Project, User
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from authoring import services as authoring
+from authoring.archipelago.cache import stored_world_zips
 from authoring.services.task_files import task_file_name, task_input_file_add_bytes
 from authoring.services.uploads import MAX_UPLOAD_BYTES
 from authoring.services.world_transfer import world_import
 from core.archives import safe_member_read
 from core.exceptions import ApplicationError
 from core.jobs import JobStates, claim_job, kept_alive, stale
-from packs.build import BuiltTask, BuiltWorld, SubmissionRow, WorldZipCache, build_pack_zip
+from packs.build import BuiltTask, BuiltWorld, SubmissionRow, build_pack_zip
 from packs.formats import ALL_FORMATS
 from packs.formats.records import input_file_path
 from packs.importer import MAX_WORLD_ZIP_BYTES, read_pack
@@ -212,29 +213,6 @@ def _rows(pack: Pack):
                                 audit=trails[task_pk])
 
 
-WORLD_CACHE_FOLDER = "packs/world-cache"
-
-
-def world_zip_cache() -> WorldZipCache:
-    """Rendered world zips in Django's storage, so every host shares them. Kept by content
-    (a few hundred kB per world state); a file that is there is complete (saved whole)."""
-
-    def load(name: str) -> bytes | None:
-        path = f"{WORLD_CACHE_FOLDER}/{name}"
-        try:
-            with default_storage.open(path, "rb") as handle:
-                return handle.read()
-        except (FileNotFoundError, OSError):
-            return None
-
-    def store(name: str, data: bytes) -> None:
-        path = f"{WORLD_CACHE_FOLDER}/{name}"
-        if not default_storage.exists(path):
-            default_storage.save(path, ContentFile(data))
-
-    return WorldZipCache(load, store)
-
-
 def world_snapshot(submission_id: int) -> dict:
     return Submission.objects.filter(pk=submission_id).values_list("snapshot__world", flat=True).get()
 
@@ -285,7 +263,7 @@ def _write_pack_file(pack: Pack) -> None:
     with tempfile.TemporaryFile() as out:
         manifest = build_pack_zip(
             out, pack_info=pack_info, rows=_rows(pack), total=total, domain=pack.project.name, world_of=world_snapshot,
-            cache=world_zip_cache(), open_task_file=lambda sha256: default_storage.open(task_file_name(sha256), "rb"),
+            cache=stored_world_zips(), open_task_file=lambda sha256: default_storage.open(task_file_name(sha256), "rb"),
             formats=pack.formats or None, on_progress=on_progress, on_task=on_task, on_world=on_world,
         )
         flush()

@@ -3,6 +3,7 @@ many distinct reviewers as the policy asks, adjudicated by an admin when they di
 approved or sent back; or withdrawn by its author. Every transition is one transaction,
 checks the state it starts from, and writes its line of the audit trail."""
 
+import logging
 from dataclasses import dataclass
 
 from django.db import transaction
@@ -14,6 +15,7 @@ from accounts.models import User
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from authoring import render_check
+from authoring.archipelago.cache import stored_world_zips
 from authoring.models import EnvTask, EnvTaskStatus
 from authoring.render_check import refuse_unrenderable, world_documents
 from authoring.selectors import rubric_version_current
@@ -36,7 +38,10 @@ from reviews.selectors.queue import claim_cutoff, review_claimed_by_user, review
 from reviews.services.audit import audit_record
 from reviews.services.notifications import notify, project_admins, project_reviewers
 from reviews.services.policy import checklist_ensure
+from reviews.tasks import render_approved_world
 from rollouts.models import ProbeAnswer
+
+logger = logging.getLogger(__name__)
 
 MAX_TEXT = 20_000
 
@@ -272,6 +277,23 @@ def _finish(submission: Submission, actor: User, decision: str, note: str) -> No
                  summary=f"Version {submission.number} {'approved' if approved else 'sent back with changes requested'}")
     notify(recipients=[submission.submitted_by], project_id=submission.project_id, url=_link(submission),
            text=f"“{submission.title}” v{submission.number}: {'approved' if approved else 'changes requested'}.")
+    if approved:  # (robust: a broker that is away only leaves the rendering to the first pack build)
+        transaction.on_commit(lambda: render_approved_world.delay(submission.pk), robust=True)
+
+
+def submission_world_render(*, submission_id: int) -> None:
+    """Render the world state an approved version was frozen with into the shared world zips
+    (authoring.archipelago.cache), so the first pack that holds it copies the zip instead of
+    rendering every document while the admin waits. Safe to run again: a kept state is found,
+    not rendered twice. A world that does not render is left to the pack build, which names
+    the document (approval already refuses one)."""
+    world = Submission.objects.filter(pk=submission_id, status=SubmissionStatus.APPROVED).values_list("snapshot__world", flat=True).first()
+    if world is None:
+        return
+    try:
+        stored_world_zips().get_or_render(world)
+    except ApplicationError as exc:
+        logger.info("the world of submission %s was not rendered ahead: %s", submission_id, exc.message)
 
 
 @transaction.atomic

@@ -1,0 +1,80 @@
+"""An approved version's world state is rendered once, after the approval commits, into the
+shared world zips (authoring.archipelago.cache); the first pack that holds it copies the zip
+instead of rendering every document while the admin waits."""
+
+import io
+import zipfile
+
+import pytest
+from django.core.files.storage import default_storage
+
+from accounts.models import Role, User
+from authoring.archipelago import cache
+from authoring.services.world_transfer import world_export_archive
+from packs.models import PackStatus
+from packs.services import pack_build, pack_create
+from reviews.services.submissions import submission_world_render
+from tests.packs.conftest import approve
+
+
+def _kept(world: dict) -> list[str]:
+    key = cache.world_zip_key(world)
+    return [name for name in (f"{key}.zip", f"{key}.json") if default_storage.exists(f"{cache.FOLDER}/{name}")]
+
+
+def _no_rendering(monkeypatch) -> list[str]:
+    rendered: list[str] = []
+
+    def refuse(world):
+        rendered.append(world["title"])
+        raise AssertionError("rendered again")
+
+    monkeypatch.setattr(cache, "render_world_zip", refuse)
+    return rendered
+
+
+@pytest.fixture
+def approved(demo_seeded, eager, django_capture_on_commit_callbacks):
+    env_task = demo_seeded.env_tasks.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        submission = approve(env_task, author=User.objects.get(username="demo-author"),
+                             reviewer=User.objects.get(username="demo-reviewer"))
+    return demo_seeded, env_task, submission
+
+
+def test_the_approval_renders_the_world_and_the_first_pack_copies_it(approved, monkeypatch):
+    project, env_task, submission = approved
+    world = submission.snapshot["world"]
+    assert _kept(world) == [f"{cache.world_zip_key(world)}.zip", f"{cache.world_zip_key(world)}.json"]
+    rendered = _no_rendering(monkeypatch)
+    admin = project.memberships.get(role=Role.ADMIN).user
+    pack = pack_create(project_id=project.pk, user=admin, name="First", submission_ids=[submission.pk])
+    pack_build(pack_id=pack.pk)
+    pack.refresh_from_db()
+    assert (pack.status, rendered) == (PackStatus.READY, []), pack.error
+    with pack.file.open("rb") as handle:
+        in_pack = zipfile.ZipFile(io.BytesIO(handle.read())).read(f"world_files_zipped/world-{world['id']}.zip")
+    with world_export_archive(world=env_task.world) as archive:
+        assert in_pack == archive.read()  # byte for byte the world's own export
+
+
+def test_rendering_again_finds_the_kept_zip(approved, monkeypatch):
+    _, _, submission = approved
+    rendered = _no_rendering(monkeypatch)
+    submission_world_render(submission_id=submission.pk)
+    assert rendered == []
+
+
+def test_a_version_sent_back_renders_nothing(demo_seeded, eager, django_capture_on_commit_callbacks, monkeypatch):
+    from reviews.models import Decision
+    from reviews.services import review_decide, submission_claim_next, submission_create
+    from tests import factories
+
+    rendered = _no_rendering(monkeypatch)
+    env_task = demo_seeded.env_tasks.get()
+    with django_capture_on_commit_callbacks(execute=True):
+        submission_create(env_task=env_task, user=User.objects.get(username="demo-author"))
+        claimed = submission_claim_next(user=User.objects.get(username="demo-reviewer"))
+        review_decide(submission=claimed, user=claimed.claimed_by, decision=Decision.REQUEST_CHANGES, comment="Cite the SPA.",
+                      checklist=factories.checklist(claimed.project_id))
+    assert rendered == []
