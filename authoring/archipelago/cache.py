@@ -15,6 +15,7 @@ import hashlib
 import importlib.metadata
 import json
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from pathlib import Path
 from tempfile import TemporaryFile
 
@@ -106,3 +107,30 @@ def stored_world_zips() -> WorldZipCache:
             default_storage.save(path, ContentFile(data))
 
     return WorldZipCache(load, store)
+
+
+def stored_world_zips_prune(*, older_than_days: float) -> tuple[int, int]:
+    """Delete the kept world zips written more than `older_than_days` ago: (files, bytes).
+    The cache only grows by itself (a zip per world state approved or packed, and per
+    rendering code), and deleting from it is safe at any time: a build that finds a zip
+    missing renders the world again."""
+    from django.core.files.storage import default_storage
+    from django.utils import timezone
+
+    cutoff = timezone.now() - timedelta(days=older_than_days)
+    try:
+        _, names = default_storage.listdir(FOLDER)
+    except FileNotFoundError:  # nothing kept yet
+        return 0, 0
+    files = size = 0
+    for name in names:
+        path = f"{FOLDER}/{name}"
+        try:
+            if default_storage.get_modified_time(path) >= cutoff:
+                continue
+            length = default_storage.size(path)
+            default_storage.delete(path)
+        except FileNotFoundError:  # (pruned by another process just now)
+            continue
+        files, size = files + 1, size + length
+    return files, size

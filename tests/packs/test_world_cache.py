@@ -78,3 +78,28 @@ def test_a_version_sent_back_renders_nothing(demo_seeded, eager, django_capture_
         review_decide(submission=claimed, user=claimed.claimed_by, decision=Decision.REQUEST_CHANGES, comment="Cite the SPA.",
                       checklist=factories.checklist(claimed.project_id))
     assert rendered == []
+
+
+def test_pruning_deletes_only_old_zips_and_a_pack_renders_a_pruned_world_again(approved, settings):
+    import os
+    import time
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    project, _, submission = approved
+    world = submission.snapshot["world"]
+    out = StringIO()
+    call_command("prune_world_cache", "--older-than", "1", stdout=out)
+    assert "Deleted 0 files" in out.getvalue() and len(_kept(world)) == 2
+    month_ago = time.time() - 31 * 24 * 3600
+    for name in _kept(world):
+        os.utime(default_storage.path(f"{cache.FOLDER}/{name}"), (month_ago, month_ago))
+    call_command("prune_world_cache", stdout=out)
+    assert "Deleted 2 files" in out.getvalue() and _kept(world) == []
+    admin = project.memberships.get(role=Role.ADMIN).user
+    pack = pack_create(project_id=project.pk, user=admin, name="After pruning", submission_ids=[submission.pk])
+    pack_build(pack_id=pack.pk)
+    pack.refresh_from_db()
+    assert pack.status == PackStatus.READY, pack.error
+    assert len(_kept(world)) == 2  # rendered again, and kept
