@@ -8,7 +8,9 @@ import time
 import zipfile
 
 import pytest
+from django.core.files.storage import default_storage
 
+from authoring.archipelago.cache import FOLDER, world_zip_key
 from packs.models import Pack, PackStatus
 from packs.services import pack_build, pack_create
 from reviews.models import Decision, Submission
@@ -78,8 +80,18 @@ def test_a_real_worker_builds_the_pack_queued_on_commit(team, celery_worker_proc
     assert line["prompt"] == env_task.prompt
     assert [c["text"] for c in line["rubric"]["criteria"]] == [c.text for c in submission.rubric_version.criteria.all()]
     assert [c["points"] for c in line["rubric"]["criteria"]] == [5, 4, 3]
+
     assert sorted(n.removeprefix("filesystem/") for n in world.namelist() if n.startswith("filesystem/") and not n.endswith("/")) == \
         sorted(env_task.world.documents.values_list("path", flat=True))
+
+    # The approval also queued its world's rendering on the packs queue, after it committed.
+    rendered = r"Task reviews\.tasks\.render_approved_world\[[0-9a-f-]+\] succeeded"
+    deadline = time.monotonic() + BUILD_TIMEOUT
+    while not re.search(rendered, celery_worker_process.log_text()):
+        assert time.monotonic() < deadline, "the approval's world was never rendered on the worker"
+        time.sleep(0.25)
+    key = world_zip_key(submission.snapshot["world"])
+    assert default_storage.exists(f"{FOLDER}/{key}.zip") and default_storage.exists(f"{FOLDER}/{key}.json")
 
 
 def test_building_a_pack_twice_is_a_no_op_the_second_time(team, settings, tmp_path, django_capture_on_commit_callbacks):
