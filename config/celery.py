@@ -96,6 +96,8 @@ def _switch_interval(**kwargs) -> None:
 # What a worker's tasks import on first use, imported as it starts: the agent loop alone is
 # ~0.2 s of CPU, which a worker's first few dozen rollouts would otherwise wait on together.
 WORKER_IMPORTS = ("rollouts.agent", "rollouts.grading.services", "authoring.services.drafting", "packs.services")
+# The queues whose jobs call models (settings.CELERY_TASK_ROUTES).
+MODEL_QUEUES = {"drafting", "rollouts", "grading"}
 
 
 @worker_init.connect
@@ -111,8 +113,8 @@ def _import_task_code(sender=None, **kwargs) -> None:
         importlib.import_module(name)
     # The model SDKs load lazily (llm.client.load_sdks); a worker that takes model calls
     # loads them now rather than inside its first call, which holds an endpoint slot.
-    consumed = set(sender.app.amqp.queues.consume_from) if sender is not None else set()
-    if consumed != {"packs"}:
+    consumed = set(sender.app.amqp.queues.consume_from) if sender is not None else MODEL_QUEUES
+    if consumed & MODEL_QUEUES:
         from llm.client import load_sdks
 
         load_sdks()
