@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from accounts.models import Membership, Role, User
 from accounts.selectors import project_list_for_user
-from reviews.models import Review, Submission, SubmissionStatus
+from reviews.models import Decision, Review, Submission, SubmissionStatus
 
 
 def claim_cutoff():
@@ -84,7 +84,12 @@ def submission_previous(*, submission: Submission) -> Submission | None:
 
 
 def approved_submissions_for_project(*, user: User, project_id: int) -> QuerySet[Submission]:
-    return submission_list_for_user(user=user, project_id=project_id).filter(status=SubmissionStatus.APPROVED).order_by("-created_at")
+    """The approved versions, newest first, each with who approved it: `approvals` (the
+    reviews that approved, oldest first) and, when the reviewers disagreed, `adjudication`."""
+    approvals = Review.objects.filter(decision=Decision.APPROVE).select_related("reviewer").order_by("created_at", "pk")
+    return (submission_list_for_user(user=user, project_id=project_id).filter(status=SubmissionStatus.APPROVED)
+            .select_related("adjudication__admin").prefetch_related(Prefetch("reviews", queryset=approvals, to_attr="approvals"))
+            .order_by("-created_at"))
 
 
 def reviews_for_task(*, user: User, env_task) -> QuerySet[Review]:

@@ -170,6 +170,35 @@ def test_two_approvals_from_distinct_reviewers_approve(team, env_task, two_revie
     assert submission.reviews.count() == 2
 
 
+def _approved_by(client, admin, project, submission) -> str:
+    """The "Approved by" cell of the version's row on the packs page."""
+    import re
+
+    client.force_login(admin)
+    page = client.get(reverse("pack-list", args=[project.pk])).content.decode()
+    row = re.search(rf'<tr><td><input[^>]*id="sub-{submission.pk}"[^>]*>.*?</tr>', page, re.S)
+    assert row, "the approved version is not offered for a pack"
+    return re.findall(r"<td>(.*?)</td>", row.group(0), re.S)[-1]
+
+
+def test_the_packs_page_names_every_reviewer_who_approved(client, team, env_task, two_reviewers):
+    first, second = two_reviewers
+    submission = services.submission_create(env_task=env_task, user=team.author)
+    decide(submission, first)
+    decide(submission, second)
+    assert _approved_by(client, team.admin, team.project, submission) == f"{first.username}, {second.username}"
+
+
+def test_the_packs_page_names_the_admin_who_settled_a_disagreement(client, team, env_task, two_reviewers):
+    first, second = two_reviewers
+    submission = services.submission_create(env_task=env_task, user=team.author)
+    decide(submission, first, "approve")
+    decide(submission, second, "request_changes", comment="The rubric misses the escrow.")
+    submission.refresh_from_db()
+    services.submission_adjudicate(submission=submission, user=team.admin, decision="approve", note="Escrow is out of scope.")
+    assert _approved_by(client, team.admin, team.project, submission) == f"{team.admin.username} (settled a disagreement)"
+
+
 def test_two_change_requests_send_it_back(team, env_task, two_reviewers):
     first, second = two_reviewers
     submission = services.submission_create(env_task=env_task, user=team.author)
