@@ -131,16 +131,17 @@ def difficulty(*, batch: RolloutBatch, rubric_version: RubricVersion | None = No
 
 def task_measurements(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], tuple[dict | None, float | None]]:
     """What a pack's manifest says of each (task, rubric version): the difficulty measured
-    by the task's latest batch graded on that rubric version (None when there is none),
-    and the model cost of all the task's trial rollouts in USD (None when it never ran
-    any). A few queries for the whole list, whatever its length (plus two per measured
-    batch). For a build, not a page: no access rule."""
+    by the task's latest batch of a real model graded on that rubric version, with the
+    model's name (None when there is none: a scripted sample model's batches measure
+    nothing about a task), and the model cost of all the task's trial rollouts in USD (None
+    when it never ran any). A few queries for the whole list, whatever its length (plus two
+    per measured batch). For a build, not a page: no access rule."""
     task_ids = {task for task, _ in pairs}
     spent = dict(Rollout.objects.filter(batch__env_task_id__in=task_ids).values_list("batch__env_task_id")
                  .annotate(total=Sum("cost")).values_list("batch__env_task_id", "total"))
     latest: dict[tuple[int, int], int] = {}
     graded = (RolloutBatch.objects.filter(env_task_id__in=task_ids, rubric_version_id__in={rubric for _, rubric in pairs},
-                                          rollouts__grades__rubric_version_id=F("rubric_version_id"),
+                                          endpoint_scripted=False, rollouts__grades__rubric_version_id=F("rubric_version_id"),
                                           rollouts__grades__status=GradeStatus.GRADED)
               .order_by("-created_at", "-id").values_list("pk", "env_task_id", "rubric_version_id").distinct())
     for batch_id, task, rubric in graded:
@@ -154,7 +155,8 @@ def task_measurements(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], tup
             found[(task, rubric)] = (None, cost)
             continue
         k, top = measured["curve"][-1]
-        found[(task, rubric)] = ({"batch_id": latest[(task, rubric)], "n": measured["n"], "c": measured["c"],
+        found[(task, rubric)] = ({"batch_id": latest[(task, rubric)], "model": batches[latest[(task, rubric)]].endpoint_name,
+                                  "n": measured["n"], "c": measured["c"],
                                   "pass_at_1": measured["curve"][0][1], "k": k, "pass_at_k": top, "band": measured["band"]}, cost)
     return found
 

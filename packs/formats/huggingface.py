@@ -62,6 +62,7 @@ SCHEMA = pa.schema([
     pa.field("difficulty_k", pa.int32()),
     pa.field("difficulty_n", pa.int32()),
     pa.field("difficulty_band", pa.string()),
+    pa.field("difficulty_model", pa.string()),
     pa.field("cost_model_usd", pa.float64()),
 ])
 
@@ -91,6 +92,7 @@ COLUMNS = {  # for the card: every column of SCHEMA
     "difficulty_k": "the k of `difficulty_pass_at_k`",
     "difficulty_n": "rollouts the difficulty was measured on",
     "difficulty_band": "the difficulty band",
+    "difficulty_model": "the model whose trial rollouts measured it",
     "cost_model_usd": "model spend on the task, in US dollars (null if unknown)",
 }
 
@@ -129,6 +131,7 @@ def task_row(task: PackTask) -> dict:
         "difficulty_k": _count(difficulty.get("k")),
         "difficulty_n": _count(difficulty.get("n")),
         "difficulty_band": difficulty.get("band"),
+        "difficulty_model": difficulty.get("model"),
         "cost_model_usd": _number(task.cost.get("model_usd")),
     }
 

@@ -57,7 +57,7 @@ class PackTask:
     all_must_pass: bool
     judge_samples: int
     example_tags: tuple[str, ...] = ()  # the task's taxonomy: "domain:…", "deliverable:…", "world:…"
-    difficulty: dict | None = None  # the latest measured {"n", "c", "pass_at_1", "pass_at_k", "k", "band", "batch_id"}
+    difficulty: dict | None = None  # the latest measured {"n", "c", "pass_at_1", "pass_at_k", "k", "band", "batch_id", "model"}
     cost: dict = field(default_factory=dict)  # {"model_usd": float | None, "expert_usd": None}
     # The task's own input files, laid over its world's files at their paths:
     # ({"path", "size", "sha256"}, ...), by path; their bytes are in the pack at input_file_path().

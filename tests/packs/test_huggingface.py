@@ -39,7 +39,8 @@ def test_load_dataset_reads_typed_columns_and_the_task(demo_pack, tmp_path, load
     from datasets import Features, List, Value
 
     task = replace(demo_pack.tasks[0],
-                   difficulty={"n": 8, "c": 3, "pass_at_1": 0.375, "pass_at_k": 0.9, "k": 4, "band": "hard", "batch_id": 1},
+                   difficulty={"n": 8, "c": 3, "pass_at_1": 0.375, "pass_at_k": 0.9, "k": 4, "band": "hard", "batch_id": 1,
+                               "model": "gpt-test"},
                    cost={"model_usd": 1.25, "expert_usd": None},
                    input_files=({"path": "Inputs/figures.csv", "size": 12, "sha256": "ab" * 32},))
     pack = write_pack(HuggingFaceWriter, tmp_path, tasks=[task, demo_pack.tasks[0]], worlds=demo_pack.worlds)
@@ -55,7 +56,8 @@ def test_load_dataset_reads_typed_columns_and_the_task(demo_pack, tmp_path, load
         "positive_points": Value("int32"), "rubric": List(rubric_item), "example_tags": List(Value("string")),
         "input_files": List({"path": Value("string"), "size": Value("int64"), "sha256": Value("string")}),
         "difficulty_pass_at_1": Value("float64"), "difficulty_pass_at_k": Value("float64"), "difficulty_k": Value("int32"),
-        "difficulty_n": Value("int32"), "difficulty_band": Value("string"), "cost_model_usd": Value("float64"),
+        "difficulty_n": Value("int32"), "difficulty_band": Value("string"), "difficulty_model": Value("string"),
+        "cost_model_usd": Value("float64"),
     })
     assert tasks.num_rows == 2
     row, unmeasured = tasks[0], tasks[1]
@@ -75,8 +77,9 @@ def test_load_dataset_reads_typed_columns_and_the_task(demo_pack, tmp_path, load
     assert row["input_files"] == [{"path": "Inputs/figures.csv", "size": 12, "sha256": "ab" * 32}]
     assert unmeasured["input_files"] == [dict(f) for f in demo_pack.tasks[0].input_files]  # the demo task's checklist
     assert (row["difficulty_pass_at_1"], row["difficulty_pass_at_k"], row["difficulty_k"], row["difficulty_n"]) == (0.375, 0.9, 4, 8)
-    assert (row["difficulty_band"], row["cost_model_usd"]) == ("hard", 1.25)
-    assert [unmeasured[c] for c in ("difficulty_pass_at_1", "difficulty_k", "difficulty_band", "cost_model_usd")] == [None] * 4
+    assert (row["difficulty_band"], row["difficulty_model"], row["cost_model_usd"]) == ("hard", "gpt-test", 1.25)
+    assert [unmeasured[c] for c in ("difficulty_pass_at_1", "difficulty_k", "difficulty_band", "difficulty_model", "cost_model_usd")] == \
+        [None] * 5
 
 
 def test_pyarrow_reads_the_explicit_schema(demo_pack, tmp_path):

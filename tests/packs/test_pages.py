@@ -161,3 +161,24 @@ def test_world_export_and_import_over_the_api(demo_pack):
     reviewer_api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=reviewer).key}")
     assert reviewer_api.get(f"/api/worlds/{world.pk}/export/").status_code == 403
     assert json.loads(reviewer_api.get(f"/api/worlds/{world.pk}/export/").content)["detail"]
+
+
+def test_the_measured_difficulty_comes_from_a_real_model_and_names_it(demo_pack, client):
+    """A scripted sample model's batch measures nothing about a task: a newer one, all passed,
+    does not hide the real model's measurement, on the page or in manifest.json."""
+    from tests.reviews.test_evidence import graded_batch
+
+    real = graded_batch(demo_pack.env_task, [1.0, 0.9, 0.2, 0.0])
+    scripted = graded_batch(demo_pack.env_task, [1.0, 1.0, 1.0, 1.0])
+    type(scripted).objects.filter(pk=scripted.pk).update(endpoint_scripted=True, endpoint_name="Scripted sample model")
+    assert real.rubric_version_id == demo_pack.submission.rubric_version_id
+    admin = _admin(demo_pack.project)
+    pack = _built(demo_pack.project, admin, [demo_pack.submission.pk], formats=["healthbench"])
+    with pack.file.open("rb") as handle:
+        manifest = json.loads(zipfile.ZipFile(io.BytesIO(handle.read())).read("manifest.json"))
+    (task,) = manifest["tasks"]
+    assert {key: task["difficulty"][key] for key in ("batch_id", "model", "n", "c", "pass_at_1")} == {
+        "batch_id": real.pk, "model": "fake-model", "n": 4, "c": 2, "pass_at_1": 0.5}
+    client.force_login(admin)
+    detail = client.get(reverse("pack-detail", args=[pack.pk])).content.decode()
+    assert "with fake-model" in detail and "Scripted sample model" not in detail
