@@ -189,12 +189,18 @@ def test_the_packs_page_names_every_reviewer_who_approved(client, team, env_task
     assert _approved_by(client, team.admin, team.project, submission) == f"{first.username}, {second.username}"
 
 
-def test_the_packs_page_names_the_admin_who_settled_a_disagreement(client, team, env_task, two_reviewers):
+def _disagreed(team, env_task, two_reviewers) -> Submission:
+    """A version one reviewer approved and the other sent back: it waits for an admin."""
     first, second = two_reviewers
     submission = services.submission_create(env_task=env_task, user=team.author)
     decide(submission, first, "approve")
     decide(submission, second, "request_changes", comment="The rubric misses the escrow.")
     submission.refresh_from_db()
+    return submission
+
+
+def test_the_packs_page_names_the_admin_who_settled_a_disagreement(client, team, env_task, two_reviewers):
+    submission = _disagreed(team, env_task, two_reviewers)
     services.submission_adjudicate(submission=submission, user=team.admin, decision="approve", note="Escrow is out of scope.")
     assert _approved_by(client, team.admin, team.project, submission) == f"{team.admin.username} (settled a disagreement)"
 
@@ -209,11 +215,7 @@ def test_two_change_requests_send_it_back(team, env_task, two_reviewers):
 
 
 def test_a_disagreement_goes_to_an_admin_who_settles_it_with_both_reviews_in_view(client, team, env_task, two_reviewers):
-    first, second = two_reviewers
-    submission = services.submission_create(env_task=env_task, user=team.author)
-    decide(submission, first, "approve")
-    decide(submission, second, "request_changes", comment="The rubric misses the escrow.")
-    submission.refresh_from_db()
+    submission = _disagreed(team, env_task, two_reviewers)
     assert submission.status == SubmissionStatus.ADJUDICATION
     assert services.submission_claim_next(user=team.admin) is None  # not in the reviewers' queue
 
