@@ -186,10 +186,6 @@ class TaskInputFile(TimeStampedModel):
     def __str__(self) -> str:
         return self.path
 
-    def as_frozen(self) -> dict:
-        """What a frozen task version keeps of it (the bytes stay in storage by sha256)."""
-        return {"path": self.path, "size": self.size, "sha256": self.sha256}
-
 
 class RubricVersion(TimeStampedModel):
     """A numbered version of a task's rubric. Once frozen (submitted, or used to grade)

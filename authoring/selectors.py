@@ -89,6 +89,13 @@ def task_input_file_list_for_user(*, user: User, env_task_id: int | None = None)
     return qs.select_related("env_task", "created_by")
 
 
+def task_input_files_frozen(*, env_task: EnvTask) -> list[dict]:
+    """What a frozen task version (a submission, a trial batch) keeps of the task's input
+    files, by path: {path, size, sha256}; the bytes stay in storage by sha256. Reads
+    neither the bytes nor the extracted text."""
+    return list(env_task.input_files.order_by("path", "id").values("path", "size", "sha256"))
+
+
 def task_input_file_get_for_user(*, user: User, pk: int) -> TaskInputFile:
     return get_object_or_404(task_input_file_list_for_user(user=user), pk=pk)
 

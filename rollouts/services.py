@@ -11,7 +11,7 @@ from accounts.models import User
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from authoring.models import EnvTask
-from authoring.selectors import rubric_version_current
+from authoring.selectors import rubric_version_current, task_input_files_frozen
 from authoring.services import rubric_version_freeze
 from core.exceptions import ApplicationError, PermissionRefused
 from llm.models import ModelEndpoint
@@ -60,7 +60,7 @@ def rollout_batch_start(
     batch = RolloutBatch.objects.create(
         env_task=env_task, project_id=env_task.project_id, rubric_version=rubric,
         task_snapshot={"title": env_task.title, "prompt": env_task.prompt, "deliverable_kind": env_task.deliverable_kind,
-                       "revision": env_task.revision, "input_files": [f.as_frozen() for f in env_task.input_files.all()]},
+                       "revision": env_task.revision, "input_files": task_input_files_frozen(env_task=env_task)},
         endpoint=endpoint, endpoint_name=endpoint.name, endpoint_scripted=endpoint.is_scripted, mode=mode,
         temperature=None if temperature is None else float(temperature), system_prompt=system_prompt, created_by=user, **values,
     )

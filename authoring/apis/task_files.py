@@ -60,7 +60,7 @@ class TaskInputFileListApi(ApiView):
         files = request.FILES.getlist("files")
         if not files:
             raise InvalidRequest("Send one or more files in the multipart field `files`.")
-        replace = str(request.data.get("replace", "")).strip().lower() in ("true", "1", "on", "yes")
+        replace = serializers.BooleanField().run_validation(request.data.get("replace", False))  # (true/false/1/0/on/off; else a 400)
         added = task_input_files_add(env_task=env_task, user=request.user, uploaded_files=files, folder=request.data.get("folder", ""),
                                      replace=replace)
         return Response(TaskInputFileSerializer(added, many=True).data, status=status.HTTP_201_CREATED)

@@ -91,8 +91,9 @@ class WorldZipCache:
 
 def stored_world_zips() -> WorldZipCache:
     """The world zips in Django's storage (FOLDER), shared by every host."""
-    from django.core.files.base import ContentFile
     from django.core.files.storage import default_storage
+
+    from core.files import save_once
 
     def load(name: str) -> bytes | None:
         try:
@@ -101,12 +102,7 @@ def stored_world_zips() -> WorldZipCache:
         except OSError:  # (FileNotFoundError included)
             return None
 
-    def store(name: str, data: bytes) -> None:
-        path = f"{FOLDER}/{name}"
-        if not default_storage.exists(path):
-            default_storage.save(path, ContentFile(data))
-
-    return WorldZipCache(load, store)
+    return WorldZipCache(load, lambda name, data: save_once(f"{FOLDER}/{name}", data))
 
 
 def stored_world_zips_prune(*, older_than_days: float) -> tuple[int, int]:

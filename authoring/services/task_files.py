@@ -17,8 +17,6 @@ transaction.
 import hashlib
 from dataclasses import dataclass
 
-from django.core.files.base import ContentFile
-from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
@@ -31,6 +29,7 @@ from authoring.services.documents import MAX_CONTENT_CHARS, clean_path
 from authoring.services.tasks import require_editable
 from authoring.services.uploads import MAX_FILES_PER_UPLOAD, clean_file_name, read_upload
 from core.exceptions import ApplicationError
+from core.files import save_once
 
 TASK_FILES_FOLDER = "task-files"
 MAX_INPUT_FILES_PER_TASK = 50
@@ -43,14 +42,9 @@ def task_file_name(sha256: str) -> str:
 
 def task_file_store(data: bytes) -> str:
     """Store the bytes under their sha256 (once: the same bytes are one stored file) and
-    return the sha256. Two uploads of the same bytes at once may both write; a backend
-    that then picks another name for the second copy has that copy removed again."""
+    return the sha256."""
     sha256 = hashlib.sha256(data).hexdigest()
-    name = task_file_name(sha256)
-    if not default_storage.exists(name):
-        saved = default_storage.save(name, ContentFile(data))
-        if saved != name:
-            default_storage.delete(saved)
+    save_once(task_file_name(sha256), data)
     return sha256
 
 
@@ -79,10 +73,9 @@ def _path(folder: str, name: str) -> str:
     return clean_path(f"{folder}/{name}" if folder else name)
 
 
-def _incoming(uploaded_file: UploadedFile, *, folder: str = "", path: str = "") -> _Incoming:
+def _incoming(uploaded_file: UploadedFile, *, folder: str = "") -> _Incoming:
     name = clean_file_name(uploaded_file.name or "")
-    data = read_upload(uploaded_file)
-    return _readable(data=data, name=name, path=clean_path(path) if path else _path(folder, name))
+    return _readable(data=read_upload(uploaded_file), name=name, path=_path(folder, name))
 
 
 def _locked_editable(env_task: EnvTask) -> EnvTask:
@@ -156,12 +149,6 @@ def task_input_file_add_bytes(*, env_task: EnvTask, user: User, path: str, data:
     """One input file from bytes already read (a pack import, the demo)."""
     author_membership(user=user, project_id=env_task.project_id)
     return _add(env_task, user, [_readable(data=data, name=path.rpartition("/")[2], path=clean_path(path))])[0]
-
-
-def task_input_file_replace(*, input_file: TaskInputFile, user: User, uploaded_file: UploadedFile) -> TaskInputFile:
-    """New bytes at the same path. The old bytes stay in storage for the versions that name them."""
-    author_membership(user=user, project_id=input_file.env_task.project_id)
-    return _add(input_file.env_task, user, [_incoming(uploaded_file, path=input_file.path)], replace=True)[0]
 
 
 @transaction.atomic

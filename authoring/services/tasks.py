@@ -13,6 +13,7 @@ from authoring.models import (
     RubricVersion,
     World,
 )
+from authoring.selectors import task_input_files_frozen
 from authoring.services.common import author_membership, check_revision
 from core.exceptions import ApplicationError
 from core.services import status_change_record
@@ -325,7 +326,7 @@ def env_task_snapshot(*, env_task: EnvTask, rubric_version: RubricVersion) -> di
             "deliverable_kind": env_task.deliverable_kind,
             "reference_answer": env_task.reference_answer,
             # By sha256: the bytes stay in storage (authoring.services.task_files).
-            "input_files": [f.as_frozen() for f in env_task.input_files.all()],
+            "input_files": task_input_files_frozen(env_task=env_task),
         },
         "rubric": {
             "version": rubric_version.number,

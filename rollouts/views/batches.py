@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.selectors import membership_for
 from authoring.models import EnvTask
-from authoring.selectors import env_task_get_for_user
+from authoring.selectors import env_task_get_for_user, task_input_files_frozen
 from core.exceptions import ApplicationError
 from core.listing import Listing, ListSpec, list_page
 from core.views import render_error
@@ -177,7 +177,7 @@ def _batch_context(request: HttpRequest, batch: RolloutBatch) -> dict:
         "task_changed": env_task.revision != batch.task_snapshot.get("revision"),
         # (a batch started before tasks had input files recorded none: nothing to compare)
         "input_files_changed": "input_files" in batch.task_snapshot
-        and batch.task_snapshot["input_files"] != [f.as_frozen() for f in env_task.input_files.all()],
+        and batch.task_snapshot["input_files"] != task_input_files_frozen(env_task=env_task),
         "rubric_criteria": list(batch.rubric_version.criteria.all()),
         "created_by": batch.created_by.username if batch.created_by else "",
         "time_limit_label": seconds(batch.time_limit_seconds * 1000),

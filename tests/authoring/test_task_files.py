@@ -15,7 +15,6 @@ from authoring.services.task_files import (
     task_file_name,
     task_input_file_add_bytes,
     task_input_file_remove,
-    task_input_file_replace,
     task_input_files_add,
 )
 from authoring.services.uploads import MAX_UPLOAD_BYTES
@@ -52,12 +51,12 @@ def test_an_author_adds_files_under_a_folder_stored_by_their_sha256(team, env_ta
 
 
 def test_replace_keeps_the_old_bytes_for_the_frozen_version_and_remove_keeps_them_too(team, env_task):
-    (figures,) = task_input_files_add(env_task=env_task, user=team.author, uploaded_files=[upload()])
+    task_input_files_add(env_task=env_task, user=team.author, uploaded_files=[upload()])
     frozen = env_task_snapshot(env_task=env_task, rubric_version=env_task.rubric_versions.get())["task"]["input_files"]
     assert frozen == [{"path": "figures.csv", "size": len(FIGURES), "sha256": hashlib.sha256(FIGURES).hexdigest()}]
 
     newer = b"quarter,revenue\nQ1,121\n"
-    replaced = task_input_file_replace(input_file=figures, user=team.author2, uploaded_file=upload(data=newer))
+    (replaced,) = task_input_files_add(env_task=env_task, user=team.author2, uploaded_files=[upload(data=newer)], replace=True)
     assert (replaced.path, replaced.sha256, replaced.size) == ("figures.csv", hashlib.sha256(newer).hexdigest(), len(newer))
     assert stored_bytes(frozen[0]["sha256"]) == FIGURES and stored_bytes(replaced.sha256) == newer
 
@@ -75,7 +74,7 @@ def test_a_reviewer_and_another_projects_author_are_refused(team, other_team, en
     with pytest.raises(PermissionRefused):
         task_input_file_remove(input_file=figures, user=team.reviewer)
     with pytest.raises(Http404):
-        task_input_file_replace(input_file=figures, user=other_team.author, uploaded_file=upload(data=b"a,b\n1,2\n"))
+        task_input_files_add(env_task=env_task, user=other_team.author, uploaded_files=[upload(data=b"a,b\n1,2\n")], replace=True)
     assert list(env_task.input_files.values_list("path", "sha256")) == [("figures.csv", hashlib.sha256(FIGURES).hexdigest())]
 
 

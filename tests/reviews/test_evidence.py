@@ -262,7 +262,7 @@ def test_input_files_added_removed_and_replaced_are_in_the_diff_and_on_the_page(
                                                                                  tmp_path):
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    from authoring.services.task_files import task_input_file_add_bytes, task_input_file_remove, task_input_file_replace
+    from authoring.services.task_files import task_input_file_add_bytes, task_input_file_remove, task_input_files_add
 
     settings.MEDIA_ROOT = tmp_path / "media"
     task_input_file_add_bytes(env_task=env_task, user=team.author, path="Inputs/figures.csv", data=b"q,revenue\nQ1,120\n")
@@ -272,8 +272,8 @@ def test_input_files_added_removed_and_replaced_are_in_the_diff_and_on_the_page(
     services.review_decide(submission=first, user=team.reviewer, decision="request_changes", comment="Update the figures.",
                            checklist=factories.checklist(team.project.pk))
     env_task.refresh_from_db()
-    figures = env_task.input_files.get(path="Inputs/figures.csv")
-    task_input_file_replace(input_file=figures, user=team.author, uploaded_file=SimpleUploadedFile("f.csv", b"q,revenue\nQ1,125\n"))
+    task_input_files_add(env_task=env_task, user=team.author, uploaded_files=[SimpleUploadedFile("figures.csv", b"q,revenue\nQ1,125\n")],
+                         folder="Inputs", replace=True)
     task_input_file_remove(input_file=env_task.input_files.get(path="Inputs/old.md"), user=team.author)
     task_input_file_add_bytes(env_task=env_task, user=team.author, path="Inputs/new.md", data=b"New notes.")
     second = services.submission_create(env_task=env_task, user=team.author)
