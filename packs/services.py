@@ -8,7 +8,7 @@ from django.core.files import File
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Max, Min, Q
 from django.db.models.fields.json import KT
 from django.db.models.functions import MD5
 from django.utils import timezone
@@ -217,15 +217,26 @@ def world_snapshot(submission_id: int) -> dict:
     return Submission.objects.filter(pk=submission_id).values_list("snapshot__world", flat=True).get()
 
 
+def _world_states(pack: Pack):
+    """Each world state the pack holds, once (read one at a time)."""
+    firsts = (Submission.objects.filter(packs=pack).annotate(world_digest=MD5(KT("snapshot__world"))).values("world_digest")
+              .annotate(first=Min("id")).order_by("first").values_list("first", flat=True))
+    for submission_id in list(firsts):
+        yield Submission.objects.filter(pk=submission_id).values_list("snapshot__world", flat=True).get()
+
+
+RENDERING_SHARE = 30  # of the progress bar, when the build has worlds to render
+
+
 def _write_pack_file(pack: Pack) -> None:
     total = pack.submissions.count()
 
-    def on_progress(percent: int) -> None:
+    def on_progress(percent: int, rendered: str = "") -> None:
         # The cancel check costs nothing more: a pack no longer building updates no row.
         if not Pack.objects.filter(pk=pack.pk, status=PackStatus.BUILDING).update(progress=min(percent, 99)):
             done = written[0] + len(entries)
-            raise BuildCancelled(f"Cancelled while building, after {done} of {total} task version{'s' if total != 1 else ''} "
-                                 "were written; no file was kept.")
+            how_far = rendered or f"{done} of {total} task version{'s' if total != 1 else ''} were written"
+            raise BuildCancelled(f"Cancelled while building, after {how_far}; no file was kept.")
 
     entries: list[PackTaskEntry] = []
 
@@ -260,11 +271,21 @@ def _write_pack_file(pack: Pack) -> None:
     # A build taken over after a killed worker starts its records again.
     PackTaskEntry.objects.filter(pack=pack).delete()
     PackWorldEntry.objects.filter(pack=pack).delete()
+    # The worlds not rendered yet (an approval renders its own ahead) are rendered first, all
+    # in one short-lived child process, so this worker never loads the rendering libraries.
+    cache, rendering = stored_world_zips(), [0]
+
+    def on_rendered(done: int, of: int) -> None:
+        rendering[0] = RENDERING_SHARE
+        on_progress(RENDERING_SHARE * done // of, rendered=f"{done} of {of} world{'s' if of != 1 else ''} were rendered")
+
+    cache.fill(_world_states(pack), on_rendered=on_rendered)
     with tempfile.TemporaryFile() as out:
         manifest = build_pack_zip(
             out, pack_info=pack_info, rows=_rows(pack), total=total, domain=pack.project.name, world_of=world_snapshot,
-            cache=stored_world_zips(), open_task_file=lambda sha256: default_storage.open(task_file_name(sha256), "rb"),
-            formats=pack.formats or None, on_progress=on_progress, on_task=on_task, on_world=on_world,
+            cache=cache, open_task_file=lambda sha256: default_storage.open(task_file_name(sha256), "rb"),
+            formats=pack.formats or None, on_task=on_task, on_world=on_world,
+            on_progress=lambda percent: on_progress(rendering[0] + percent * (100 - rendering[0]) // 100),
         )
         flush()
         size = out.tell()

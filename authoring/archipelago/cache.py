@@ -14,10 +14,18 @@ new key.
 import hashlib
 import importlib.metadata
 import json
-from collections.abc import Callable, Mapping
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import closing
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from tempfile import TemporaryFile
+from tempfile import TemporaryDirectory, TemporaryFile
+
+from core.exceptions import ApplicationError
 
 from .export import write_world_snapshot_zip
 
@@ -66,27 +74,128 @@ def render_world_zip(world: Mapping) -> tuple[bytes, dict]:
         return out.read(), counts
 
 
-class WorldZipCache:
-    """`load(name)` and `store(name, bytes)` are the storage (`stored_world_zips` keeps them
-    in Django's storage; a test may keep them in a dict)."""
+RENDER_TIMEOUT = 30 * 60  # seconds for one child to render every world it is given
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
-    def __init__(self, load: Callable[[str], bytes | None], store: Callable[[str, bytes], None]) -> None:
-        self.load, self.store = load, store
+
+@dataclass
+class Rendered:
+    """One world state rendered apart: its zip and counts, or the reason it does not render."""
+
+    data: bytes | None = None
+    counts: dict | None = None
+    error: str = ""
+
+
+def render_world_zips(worlds: Iterable[Mapping], *, timeout: float = RENDER_TIMEOUT) -> Iterator[Rendered]:
+    """Each world state's zip (render_world_zip), in order, rendered in one short-lived
+    child process (authoring.archipelago.render_apart says why), yielded as each is done.
+    A child that crashes or runs past `timeout` raises ApplicationError; closing the
+    generator early stops the child."""
+    with TemporaryDirectory(prefix="world-render-") as folder:
+        spool, log = Path(folder) / "worlds.jsonl", Path(folder) / "errors.log"
+        total = 0
+        with spool.open("w", encoding="utf-8") as out:
+            for world in worlds:
+                snapshot = {key: world.get(key) for key in ("title", "outline", "facts", "documents")}
+                out.write(json.dumps(snapshot, ensure_ascii=False) + "\n")
+                total += 1
+        if not total:
+            return
+        timed_out = threading.Event()
+        with log.open("w") as errors:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "authoring.archipelago.render_apart", str(spool), folder],
+                cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=errors, text=True,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))},
+            )
+
+        def stop() -> None:
+            timed_out.set()
+            child.kill()
+
+        timer = threading.Timer(timeout, stop)
+        timer.start()
+        done = 0
+        try:
+            for line in child.stdout:
+                result = json.loads(line)
+                if "error" in result:
+                    yield Rendered(error=result["error"])
+                else:
+                    path = Path(folder) / f"{result['n']}.zip"
+                    data = path.read_bytes()
+                    path.unlink()
+                    yield Rendered(data=data, counts=result["counts"])
+                done += 1
+        finally:
+            timer.cancel()
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+            child.stdout.close()
+        if done < total:
+            if timed_out.is_set():
+                reason = f"it ran past {timeout / 60:g} minutes"
+            else:
+                last = log.read_text(errors="replace").strip().splitlines()[-1:] or [f"exit code {child.returncode}"]
+                reason = f"{last[0][:300]}"
+            raise ApplicationError(f"The world could not be rendered: the process rendering its documents stopped ({reason}).")
+
+
+class WorldZipCache:
+    """`load(name)`, `store(name, bytes)` and `exists(name)` are the storage
+    (`stored_world_zips` keeps them in Django's storage; a test may keep them in a dict).
+    What is missing is rendered apart (render_world_zips)."""
+
+    def __init__(self, load: Callable[[str], bytes | None], store: Callable[[str, bytes], None],
+                 exists: Callable[[str], bool]) -> None:
+        self.load, self.store, self.exists = load, store, exists
 
     def get(self, world: Mapping) -> tuple[bytes, dict] | None:
         key = world_zip_key(world)
         data, counts = self.load(f"{key}.zip"), self.load(f"{key}.json")
         return (data, json.loads(counts)) if data is not None and counts is not None else None
 
+    def _keep(self, key: str, rendered: Rendered) -> None:
+        self.store(f"{key}.json", json.dumps(rendered.counts, sort_keys=True).encode())
+        self.store(f"{key}.zip", rendered.data)  # last: a zip that is there has its counts
+
     def get_or_render(self, world: Mapping) -> tuple[bytes, dict]:
         found = self.get(world)
         if found is not None:
             return found
-        data, counts = render_world_zip(world)
-        key = world_zip_key(world)
-        self.store(f"{key}.json", json.dumps(counts, sort_keys=True).encode())
-        self.store(f"{key}.zip", data)  # last: a zip that is there has its counts
-        return data, counts
+        (rendered,) = render_world_zips([world])
+        if rendered.error:
+            raise ApplicationError(rendered.error)
+        self._keep(world_zip_key(world), rendered)
+        return rendered.data, rendered.counts
+
+    def fill(self, worlds: Iterable[Mapping], *, on_rendered: Callable[[int, int], None] = lambda done, total: None) -> int:
+        """Render the world states that are not kept yet, all in one child process, and keep
+        them; `on_rendered(done, total)` after each. A state that does not render is left
+        out (get_or_render then says why). Returns how many were rendered."""
+        keys: list[str] = []
+
+        def missing() -> Iterator[Mapping]:
+            for world in worlds:
+                key = world_zip_key(world)
+                if key not in seen and not self.exists(f"{key}.zip"):
+                    seen.add(key)
+                    keys.append(key)
+                    yield world
+
+        seen: set[str] = set()
+
+        kept = 0
+        # (render_world_zips reads every world before its first answer: `keys` is complete by then)
+        with closing(render_world_zips(missing())) as results:  # (closed at once when on_rendered raises: the child stops)
+            for n, rendered in enumerate(results):
+                if not rendered.error:
+                    self._keep(keys[n], rendered)
+                    kept += 1
+                on_rendered(n + 1, len(keys))
+        return kept
 
 
 def stored_world_zips() -> WorldZipCache:
@@ -102,7 +211,8 @@ def stored_world_zips() -> WorldZipCache:
         except OSError:  # (FileNotFoundError included)
             return None
 
-    return WorldZipCache(load, lambda name, data: save_once(f"{FOLDER}/{name}", data))
+    return WorldZipCache(load, lambda name, data: save_once(f"{FOLDER}/{name}", data),
+                         lambda name: default_storage.exists(f"{FOLDER}/{name}"))
 
 
 def stored_world_zips_prune(*, older_than_days: float) -> tuple[int, int]:

@@ -1,15 +1,19 @@
 """Cancelling a pack's build: a queued pack never starts, a building one stops at its next
 progress beat and keeps no file; the page shows the bar, the Cancel control, then Cancelled."""
 
+import os
+
 import pytest
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from authoring.archipelago import cache
 from core.exceptions import PermissionRefused
 from packs import services
 from packs.models import Pack, PackStatus, PackTaskEntry, PackWorldEntry
 from packs.services import pack_build, pack_cancel, pack_create, packs_recover
+from reviews.services.submissions import submission_world_render
 from tests import factories
 from tests.packs.conftest import approve
 
@@ -29,6 +33,8 @@ def test_a_cancel_stops_the_build_at_its_next_beat_and_keeps_no_file(team, setti
     settings.MEDIA_ROOT = tmp_path
     with django_capture_on_commit_callbacks(execute=False):
         pack = _pack_of_three_worlds(team)
+    for submission in pack.submissions.all():  # (as their approvals do: the build then only copies the worlds)
+        submission_world_render(submission_id=submission.pk)
     worlds_read = []
     read_world = services.world_snapshot
 
@@ -51,6 +57,27 @@ def test_a_cancel_stops_the_build_at_its_next_beat_and_keeps_no_file(team, setti
     pack_build(pack_id=pack.pk)  # a message sent again does nothing
     assert packs_recover(queued_for=None) == 0
     assert Pack.objects.get(pk=pack.pk).status == PackStatus.CANCELLED and len(worlds_read) == 1
+
+
+def test_a_cancel_while_the_worlds_render_stops_the_rendering(team, settings, tmp_path, monkeypatch,
+                                                              django_capture_on_commit_callbacks):
+    settings.MEDIA_ROOT = tmp_path
+    with django_capture_on_commit_callbacks(execute=False):
+        pack = _pack_of_three_worlds(team)
+    keep = cache.WorldZipCache._keep
+
+    def admin_cancels_as_the_first_world_is_kept(self, key, rendered):
+        keep(self, key, rendered)
+        pack_cancel(pack=pack, user=team.admin)
+
+    monkeypatch.setattr(cache.WorldZipCache, "_keep", admin_cancels_as_the_first_world_is_kept)
+    pack_build(pack_id=pack.pk)
+
+    pack.refresh_from_db()
+    assert pack.status == PackStatus.CANCELLED
+    assert pack.error == "Cancelled while building, after 1 of 3 worlds were rendered; no file was kept."
+    assert len([name for name in os.listdir(tmp_path / cache.FOLDER) if name.endswith(".zip")]) == 1
+    assert not pack.file and not PackWorldEntry.objects.filter(pack=pack).exists()
 
 
 def test_a_queued_pack_cancelled_never_starts_and_only_admins_cancel(team, django_capture_on_commit_callbacks):
