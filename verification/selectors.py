@@ -133,11 +133,12 @@ def task_measurements(pairs: list[tuple[int, int]]) -> dict[tuple[int, int], tup
     """What a pack's manifest says of each (task, rubric version): the difficulty measured
     by the task's latest batch of a real model graded on that rubric version, with the
     model's name (None when there is none: a scripted sample model's batches measure
-    nothing about a task), and the model cost of all the task's trial rollouts in USD (None
-    when it never ran any). A few queries for the whole list, whatever its length (plus two
+    nothing about a task), and the model cost of all the task's trial rollouts on real
+    models in USD (None when it never ran any: the sample model's $0 is no cost figure).
+    A few queries for the whole list, whatever its length (plus two
     per measured batch). For a build, not a page: no access rule."""
     task_ids = {task for task, _ in pairs}
-    spent = dict(Rollout.objects.filter(batch__env_task_id__in=task_ids).values_list("batch__env_task_id")
+    spent = dict(Rollout.objects.filter(batch__env_task_id__in=task_ids, batch__endpoint_scripted=False).values_list("batch__env_task_id")
                  .annotate(total=Sum("cost")).values_list("batch__env_task_id", "total"))
     latest: dict[tuple[int, int], int] = {}
     graded = (RolloutBatch.objects.filter(env_task_id__in=task_ids, rubric_version_id__in={rubric for _, rubric in pairs},
@@ -170,7 +171,7 @@ def probe_run_get_for_user(*, user: User, pk: int) -> ProbeRun:
 
 
 def probe_run_latest(*, env_task: EnvTask) -> ProbeRun | None:
-    return env_task.probe_runs.select_related("rubric_version", "created_by", "cheat_endpoint").first()
+    return env_task.probe_runs.select_related("rubric_version", "created_by", "cheat_endpoint", "judge_endpoint").first()
 
 
 def batch_latest_for_task(*, user: User, env_task: EnvTask) -> RolloutBatch | None:
@@ -428,6 +429,8 @@ def probe_state(*, run: ProbeRun, rows: list[dict], summary: dict) -> tuple[str,
     was cancelled proves nothing either way: the run is not clear while one is left."""
     if probe_cheats_pending(run) or any(r["grade"] is None or r["grade"].status in PENDING for r in rows):
         return "running", "Probes running"
+    if probes_judged_by_sample(run=run, rows=rows):
+        return "sample", "Judged by the scripted sample model: proves nothing"
     if summary["flagged"]:
         return "flagged", f"{summary['flagged']} probe{'s' if summary['flagged'] > 1 else ''} flagged"
     if summary["unscored"] and not summary["graded"]:
@@ -440,7 +443,21 @@ def probe_state(*, run: ProbeRun, rows: list[dict], summary: dict) -> tuple[str,
         else:
             why = "were not graded (failed or cancelled)"
         return "partly_graded", f"None flagged, but {summary['unscored']} of {summary['total']} {why}"
+    control = next((r["grade"] for r in rows if r["control"]), None)
+    if control is not None and control.status == GradeStatus.GRADED and not control.passed:
+        # A rubric its own reference answer fails also fails every probe: "none flagged" proves nothing.
+        return "reference_fails", "The reference answer fails: no probe can pass"
     return "clear", "No probe flagged"
+
+
+def probes_judged_by_sample(*, run: ProbeRun, rows: list[dict]) -> bool:
+    """The run's LLM-judged verdicts came from the scripted sample model, whose verdicts are
+    placeholders: then what the probes scored says nothing about the rubric. (A rubric of
+    deterministic checks only is graded without the judge.)"""
+    judge = run.judge_endpoint
+    if judge is None or not judge.is_scripted:
+        return False
+    return any(v.criterion.grader_kind == GraderKind.LLM_JUDGE for r in rows if r["grade"] is not None for v in r["grade"].verdicts.all())
 
 
 def probe_cheats_pending(run: ProbeRun) -> bool:
@@ -480,7 +497,8 @@ def probe_status(*, env_task: EnvTask, rubric_version: RubricVersion | None = No
     """The rubric's probe status, in a few words, for the task page and for what a reviewer
     sees: the latest probe run of the task and what it found for `rubric_version` (by
     default the current one). The caller has the task already (through an access-scoped
-    selector). `state`: none, running, flagged, not_graded, partly_graded, clear; `stale`:
+    selector). `state`: none, running, sample (judged by the scripted sample model), flagged,
+    not_graded, partly_graded, reference_fails, clear; `stale`:
     the run probed another rubric version. `rows`: the latest run's probe_results, when the
     caller has them already (the panel does)."""
     rubric = rubric_version or rubric_version_current(env_task=env_task)

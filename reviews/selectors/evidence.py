@@ -118,7 +118,8 @@ def _probes(env_task: EnvTask, rubric: RubricVersion) -> dict:
     """The latest probe run on the submitted rubric version (a later run on another version
     says nothing about this one), with each flagged probe, the criteria it fooled and the
     author's explanation of it."""
-    runs = ProbeRun.objects.filter(env_task=env_task).select_related("rubric_version", "env_task").order_by("-created_at", "-id")
+    runs = (ProbeRun.objects.filter(env_task=env_task).select_related("rubric_version", "env_task", "judge_endpoint")
+            .order_by("-created_at", "-id"))
     run = runs.filter(rubric_version=rubric).first()
     if run is None:
         other = runs.first()

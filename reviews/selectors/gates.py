@@ -62,6 +62,10 @@ def submit_gates(*, env_task: EnvTask, rubric_version: RubricVersion | None, pol
         elif status["state"] in ("running",):
             gates.append(Gate("probes", "Reward-hacking probes run, every flagged one explained", False, "the probes are still running",
                               "Wait for the probe run to finish."))
+        elif status["state"] == "sample":
+            gates.append(Gate("probes", "Reward-hacking probes run, every flagged one explained", False,
+                              "judged by the scripted sample model, whose verdicts prove nothing",
+                              "Run the probes again with a real judge model (Verifier quality tab)."))
         elif status["state"] == "not_graded":
             gates.append(Gate("probes", "Reward-hacking probes run, every flagged one explained", False, "the probes could not be graded",
                               "Run the probes again (Verifier quality tab)."))

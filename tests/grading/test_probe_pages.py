@@ -195,3 +195,42 @@ def test_a_reviewer_is_told_when_the_task_was_never_probed(client, team, price_t
     html = client.get(reverse("submission-review", args=[submission.pk])).content.decode()
     status = re.search(r'<span [^>]*id="evidence-probe-status">(.*?)</span>', html, re.S).group(1)
     assert "Not probed on this rubric version" in status and "The author has not run the probes on rubric version 1" in html
+
+
+def test_probes_judged_by_the_scripted_sample_model_prove_nothing_and_say_so(author_client, price_task):
+    """The sample judge marks criteria at random-looking placeholders (here: even the reference
+    fails), so nothing is flagged: the panel must not show a green "none flagged", the status
+    names the sample judge, a reviewer is told to ask for a real judge, and the probes gate
+    does not pass."""
+    from llm.models import EndpointKind, ModelEndpoint
+    from reviews.models import ReviewPolicy
+    from reviews.selectors.gates import submit_gates
+
+    sample = ModelEndpoint.objects.create(name="Sample", kind=EndpointKind.SCRIPTED, model="")
+    url = reverse("task-probes", args=[price_task.pk])
+    author_client.post(url, {"judge_endpoint": sample.pk}, **HX)
+    grade_all()
+    html = author_client.get(url, **on_task_page(price_task)).content.decode()
+    assert 'id="q-probe-status">Judged by the scripted sample model: proves nothing<' in html
+    assert 'class="q-good">none flagged' not in html and 'id="q-probes-sample"' in html
+    status = probe_status(env_task=price_task)
+    assert status["state"] == "sample"
+
+    policy = ReviewPolicy(project=price_task.project, gate_probes=True)
+    gates = submit_gates(env_task=price_task, rubric_version=status["run"].rubric_version, policy=policy)
+    gate = next(g for g in gates if g.key == "probes")
+    assert not gate.passed and "scripted sample model" in gate.measured
+
+
+def test_a_reference_answer_that_fails_the_rubric_is_not_a_clear_run(author_client, price_task, endpoint):
+    """The reference answer fails the rubric (the judge finds no price in it): no probe can
+    pass either, so "no probe flagged" would mislead."""
+    type(price_task).objects.filter(pk=price_task.pk).update(reference_answer="It is in the SPA.")
+    url = reverse("task-probes", args=[price_task.pk])
+    author_client.post(url, {"judge_endpoint": endpoint.pk}, **HX)
+    grade_all()
+    status = probe_status(env_task=price_task)
+    assert (status["state"], status["label"], status["reference_fails"]) == (
+        "reference_fails", "The reference answer fails: no probe can pass", True)
+    html = author_client.get(url, **on_task_page(price_task)).content.decode()
+    assert 'class="q-good">none flagged' not in html and 'id="q-probe-control-fails"' in html

@@ -50,7 +50,7 @@ def test_a_pack_lists_every_file_with_its_sha256_and_the_demo_world_as_a_real_wo
     assert manifest["formats"] == ["taskwright"]
     [task] = manifest["tasks"]
     assert (task["task_id"], task["version"], task["world_id"]) == (f"task-{demo_pack.env_task.pk}", 1, world_id)
-    assert task["cost"] == {"model_usd": 0.0, "expert_usd": None}  # the scripted sample model costs nothing
+    assert task["cost"] == {"model_usd": None, "expert_usd": None}  # only the scripted sample model ran: no cost figure
     assert pack.manifest["counts"]["tasks"] == 1 and "tasks" not in pack.manifest  # the database keeps the summary
     assert PackTaskEntry.objects.filter(pack=pack).count() == 1
     assert PackWorldEntry.objects.get(pack=pack).world_id == world_id

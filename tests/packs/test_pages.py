@@ -45,7 +45,8 @@ def test_the_admin_picks_formats_opens_the_pack_and_downloads_one_format(demo_pa
     detail = client.get(reverse("pack-detail", args=[pack.pk])).content.decode()
     assert "healthbench.jsonl" in detail and "hf/tasks.parquet" in detail and "tasks_and_rubrics.json" not in detail
     assert "first built version" in detail  # nothing to compare with yet
-    assert "not measured" in detail  # the demo batch is not graded
+    # The demo's batch is the scripted sample model's: it measures nothing, and its $0 is no cost figure.
+    assert "not measured" in detail and "no trials of a real model" in detail and "$0.0000" not in detail
     download = client.get(reverse("pack-download-format", args=[pack.pk, "healthbench"]))
     assert download.status_code == 200 and download["Content-Disposition"].startswith("attachment")
     names = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content))).namelist()
