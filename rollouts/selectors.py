@@ -61,8 +61,11 @@ def rollout_steps(*, rollout: Rollout) -> QuerySet[Step]:
 
 def batch_progress(*, batch: RolloutBatch) -> dict:
     counts = batch.rollouts.aggregate(
-        total=Count("id"),
-        **{status: Count("id", filter=Q(status=status)) for status in RolloutStatus.values},
+        total=Count("id"), **{status: Count("id", filter=Q(status=status)) for status in RolloutStatus.values},
+    )
+    # Summed over the saved steps, not the rollouts' totals: a running rollout writes its own
+    # every few seconds (agent._Pulse), its steps as they happen.
+    counts |= Step.objects.filter(rollout__batch=batch).aggregate(
         input_tokens=Sum("input_tokens"), output_tokens=Sum("output_tokens"), cost=Sum("cost"),
     )
     finished = counts["completed"] + counts["failed"] + counts["cancelled"]

@@ -35,6 +35,7 @@ from rollouts.views.display import (
 from workspace.selectors import overlay_diff
 
 TRIALS = "rollouts/task_trials.html"
+TRIALS_PAGE = "rollouts/task_trials_page.html"
 BATCH = "rollouts/batch_detail.html"
 COMPARE = "rollouts/batch_compare.html"
 BATCHES_PER_PAGE = 20
@@ -109,8 +110,10 @@ def task_trials(request: HttpRequest, task_pk: int) -> HttpResponse:
     if request.method == "GET":
         # The polled list and its page / sort / filter links swap only the list.
         batches_only = request.GET.get("part") == "batches" or (request.htmx and request.htmx.target == "trials-batches")
-        partial = "#trials-batches" if batches_only else ""
-        return render(request, TRIALS + partial, _trials_context(request, env_task))
+        if batches_only:
+            return render(request, TRIALS + "#trials-batches", _trials_context(request, env_task))
+        # A link opened on its own (a new tab, a bookmark) gets the panel in a page of its own.
+        return render(request, TRIALS if request.htmx else TRIALS_PAGE, _trials_context(request, env_task))
     form = RunTrialsForm(request.POST)
     try:
         if not form.is_valid():

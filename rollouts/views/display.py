@@ -203,11 +203,15 @@ def rollout_rows(batch: RolloutBatch, rollouts: QuerySet[Rollout]) -> list[Rollo
     rows = list(rollouts)
     trails: dict[int, list[str]] = {r.pk: [] for r in rows}
     last_tool: dict[int, str] = {}
-    for rollout_id, kind, is_error, tool_name in (
-        Step.objects.filter(rollout__batch=batch).order_by("rollout_id", "index").values_list("rollout_id", "kind", "is_error", "tool_name")
+    spent: dict[int, list] = {}  # rollout → [input tokens, output tokens, cost] of its saved steps
+    for rollout_id, kind, is_error, tool_name, input_tokens, output_tokens, cost in (
+        Step.objects.filter(rollout__batch=batch).order_by("rollout_id", "index")
+        .values_list("rollout_id", "kind", "is_error", "tool_name", "input_tokens", "output_tokens", "cost")
     ):
         trails.setdefault(rollout_id, []).append("error" if is_error else kind)
         last_tool[rollout_id] = tool_name if kind == StepKind.TOOL else ""
+        totals = spent.setdefault(rollout_id, [0, 0, Decimal(0)])
+        totals[0], totals[1], totals[2] = totals[0] + input_tokens, totals[1] + output_tokens, totals[2] + cost
     for rollout in rows:
         rollout.number = rollout.index + 1
         trail = trails[rollout.pk]
@@ -217,6 +221,8 @@ def rollout_rows(batch: RolloutBatch, rollouts: QuerySet[Rollout]) -> list[Rollo
         rollout.doing = ""
         if rollout.status == RolloutStatus.RUNNING:
             rollout.doing = f"last ran {last}; the model is thinking" if last else "the model is thinking"
+            # (a running rollout's own totals are written every few seconds; its saved steps are up to date)
+            rollout.input_tokens, rollout.output_tokens, rollout.cost = spent.get(rollout.pk, (0, 0, Decimal(0)))
         rollout.tokens_label = f"{tokens(rollout.input_tokens)} / {tokens(rollout.output_tokens)}"
         rollout.cost_label = money(rollout.cost)
         rollout.answer_preview = answer_preview(rollout.final_answer)

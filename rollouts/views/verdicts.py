@@ -145,8 +145,10 @@ def step_exchange(*, step: Step, messages: list[dict], tools: list[dict] | None)
         "message_count": len(messages),
         "tool_names": [t["name"] for t in tools or []],
         "with_tools": batch.mode == BatchMode.TOOLS,
-        "endpoint_label": batch.endpoint_name
-        + (" (Anthropic Messages API)" if kind == EndpointKind.ANTHROPIC else " (OpenAI-compatible chat completions)"),
+        "endpoint_label": batch.endpoint_name + (
+            "" if batch.endpoint_scripted
+            else " (Anthropic Messages API)" if kind == EndpointKind.ANTHROPIC else " (OpenAI-compatible chat completions)"
+        ),
         "endpoint_gone": endpoint is None,
         "scripted": batch.endpoint_scripted,
         "streamed": endpoint is not None and endpoint.stream,

@@ -509,8 +509,11 @@ def test_a_scripted_batch_is_labelled_everywhere(author_client, task, django_cap
     for url in (
         reverse("task-trials", args=[task.pk]), reverse("batch-detail", args=[batch.pk]), reverse("rollout-detail", args=[rollout.pk]),
         reverse("batch-compare", args=[batch.pk]), reverse("step-criterion", args=[rollout.steps.first().pk]),
+        reverse("step-exchange", args=[rollout.steps.filter(kind=StepKind.MODEL).first().pk]),
     ):
         assert label in text(author_client.get(url)), url
+    exchange = text(author_client.get(reverse("step-exchange", args=[rollout.steps.filter(kind=StepKind.MODEL).first().pk])))
+    assert "nothing was sent over an API" in exchange and "Sent to" not in exchange and "chat completions)" not in exchange
 
 
 def looping(model_steps: int, calls: int = 1):
@@ -550,3 +553,35 @@ def test_batch_and_trajectory_pages_do_not_grow_with_data(author_client, task, e
     assert queries(reverse("rollout-detail", args=[big.rollouts.first().pk])) == queries(
         reverse("rollout-detail", args=[small.rollouts.first().pk])
     )
+
+
+def test_a_trials_link_opened_on_its_own_is_a_whole_page(author_client, task):
+    """The panel's sort and page links swap the list in place; opened in a new tab (no htmx)
+    the same address is a page of its own, with the navigation and a way back to the task."""
+    page = author_client.get(reverse("task-trials", args=[task.pk]) + "?sort=created")
+    html = page.content.decode()
+    assert page.status_code == 200 and "<title>Trial runs · " in html and '<nav' in html
+    assert f'href="{reverse("task-editor", args=[task.pk])}?tab=trials"' in html and 'id="trials-panel"' in html
+    fragment = author_client.get(reverse("task-trials", args=[task.pk]), **HX).content.decode()
+    assert "<nav" not in fragment and 'id="trials-panel"' in fragment
+
+
+def test_a_running_rollout_shows_the_tokens_of_its_saved_steps(author_client, task, endpoint, fake_llm, django_capture_on_commit_callbacks):
+    """A running rollout writes its own totals only every few seconds; the batch page adds up
+    its saved steps instead, so "Tokens so far" is never a stale 0, and a rollout still running
+    is never shown as being graded."""
+    fake_llm.responder = looping(3)
+    batch = start(author_client, task, endpoint, django_capture_on_commit_callbacks, n=2)
+    run_all(batch)
+    first = batch.rollouts.get(index=0)
+    steps = first.steps.filter(kind=StepKind.MODEL)
+    spent_in, spent_out = sum(s.input_tokens for s in steps), sum(s.output_tokens for s in steps)
+    assert spent_in > 0
+    # As it looked mid-run: running, its own totals not written yet.
+    Rollout.objects.filter(pk=first.pk).update(status=RolloutStatus.RUNNING, input_tokens=0, output_tokens=0, cost=0, finished_at=None)
+    page = text(author_client.get(reverse("batch-detail", args=[batch.pk])))
+    row = re.search(r'<tr id="rollout-row-1".*?</tr>', page, re.S).group(0)
+    assert f"{spent_in:,} / {spent_out:,}" in row and "grading…" not in row
+    usage = re.search(r'<p class="small" id="batch-usage">(.*?)</p>', page, re.S).group(1)
+    batch_in = sum(Step.objects.filter(rollout__batch=batch).values_list("input_tokens", flat=True))
+    assert usage.startswith("Tokens so far: ") and f"<strong>{batch_in:,} in / " in usage
