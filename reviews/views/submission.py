@@ -4,7 +4,7 @@ the admin's adjudication when the reviewers disagree."""
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.selectors import membership_for
 from core.exceptions import ApplicationError
@@ -52,9 +52,13 @@ def submission_review(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "reviews/submission_review.html", _review_context(request, submission))
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def submission_decide(request: HttpRequest, pk: int) -> HttpResponse:
     submission = selectors.submission_get_for_user(user=request.user, pk=pk)
+    if request.method == "GET":
+        # A refused decision is shown at this address (what the reviewer typed is kept): opened
+        # again, or reloaded as a plain visit, it is the submission's page.
+        return redirect("submission-review", pk=submission.pk)
     form = DecisionForm(request.POST)
     marks, typed = checklist_marks(request.POST, selectors.checklist_items(project_id=submission.project_id))
     try:

@@ -259,6 +259,9 @@ def test_approve_is_refused_for_a_version_whose_world_cannot_be_built(client, te
     page = response.content.decode()
     assert response.status_code == 422 and "This version cannot be approved" in page
     assert "Deal/Cap table.xlsx — line 7: a Formats line" in page
+    # The refusal is shown at the decision's address; visited again, that is the submission's page.
+    again = client.get(reverse("submission-decide", args=[submission.pk]))
+    assert (again.status_code, again["Location"]) == (302, reverse("submission-review", args=[submission.pk]))
     submission.refresh_from_db()
     assert submission.status == SubmissionStatus.CLAIMED and not submission.reviews.exists()
     # Sending it back is still possible.

@@ -62,3 +62,16 @@ def test_the_api_queue_reads_no_snapshot(team, env_task):
         body = api.get("/api/review-queue/").json()
     assert body["count"] == 300 and len(body["results"]) <= 100
     assert not any("snapshot" in q["sql"] for q in captured)
+
+
+def test_someone_who_reviews_nothing_is_not_offered_the_review_queue(client, team):
+    """An author-only member: no Review queue in the navigation nor on the dashboard, and the
+    queue's page says why it is empty instead of offering Claim next."""
+    client.force_login(team.author)
+    dashboard = client.get(reverse("dashboard")).content.decode()
+    assert 'id="nav-review-queue"' not in dashboard and 'id="count-queue"' not in dashboard
+    queue = client.get(reverse("review-queue")).content.decode()
+    assert 'id="queue-not-reviewer"' in queue and 'id="claim-next"' not in queue
+    client.force_login(team.reviewer)
+    assert 'id="nav-review-queue"' in client.get(reverse("dashboard")).content.decode()
+    assert 'id="claim-next"' in client.get(reverse("review-queue")).content.decode()
