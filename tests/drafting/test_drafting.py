@@ -271,6 +271,9 @@ def test_scripted_endpoint_is_labelled_wherever_it_appears(client, team, draftin
     assert "[Sample text from the scripted model]" in doc.content
     assert "scripted sample model" in doc.versions.get().note
     assert "Scripted sample model" in client.get(reverse("model-endpoints")).content.decode()
+    # Redrafting a document that has text warns that the sample model would replace it with a placeholder line.
+    editor = client.get(reverse("document-editor", args=[doc.pk])).content.decode()
+    assert 'id="redraft-sample-warning"' in editor and "replaces this document's text with that line" in editor
 
 
 def test_consistency_check_finds_a_planted_contradiction(client, team, drafting_world):
