@@ -135,6 +135,7 @@ def _schema_problem(value: object, schema: dict) -> str | None:
 
 
 INTERRUPTED = "Interrupted: the process making this call stopped before its answer arrived."
+OUTCOME_FIELDS = ("outcome", "input_tokens", "output_tokens", "cost", "latency_ms", "attempts", "error")
 
 
 class _PendingLog:
@@ -156,7 +157,7 @@ class _PendingLog:
         """The call's final row: `log`, saved (in place of the pending one when there is one)."""
         if self.row is not None:
             log.pk, log.created_at = self.row.pk, self.row.created_at
-            log.save(force_update=True)
+            log.save(update_fields=OUTCOME_FIELDS)  # (what the call's end changes; none of them is a foreign key)
         else:
             log.save()
         return log
