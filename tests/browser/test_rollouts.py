@@ -196,7 +196,7 @@ def test_a_batch_of_trials_runs_live_and_every_trajectory_reads_step_by_step(
     # 4. A comment on a step, added in place.
     mark_page(page)
     read_step = steps.nth(3)
-    read_step.get_by_text("Comment", exact=True).click()  # opens the comment box
+    read_step.get_by_text("Note on this step", exact=True).click()  # opens the comment box
     read_step.get_by_label("Comment on step 4").fill("Good: it went to the **signed** LOI, not the side letter.")
     read_step.get_by_role("button", name="Add comment").click()
     expect(read_step.locator(".traj-comment")).to_contain_text("alice-author")
