@@ -2,6 +2,7 @@
 manage.py commands."""
 
 import io
+import re
 import zipfile
 
 import pytest
@@ -51,6 +52,10 @@ def test_an_export_that_fails_says_which_document_on_the_world_page(client, full
     response = client.get(reverse("world-export", args=[full_world.pk]), follow=True)
     assert response.redirect_chain == [(reverse("world-editor", args=[full_world.pk]), 302)]
     assert "Deal/Todo.docx: has no content yet" in response.content.decode()
+    # The button is a plain link, not <a download>: a browser told to download would save this
+    # redirected page as a file and never show the reason (the zip itself is an attachment).
+    button = re.search(r'<a [^>]*id="world-export"[^>]*>', response.content.decode()).group(0)
+    assert " download" not in button
 
 
 def test_the_import_form_creates_a_world_and_opens_it(client, full_world, team):
