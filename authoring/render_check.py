@@ -109,6 +109,21 @@ def unrenderable(documents: Iterable[Mapping]) -> list[tuple[str, str]]:
     return sorted(problems.items())
 
 
+def document_problem(*, document: Document) -> str:
+    """Why this document cannot be built into its file ("" when it can): its own render,
+    then, for mail, chat and events, the world's items of its kind put together (a reply
+    whose thread is not the path of the thread's first email shows only there)."""
+    fields = ("path", "kind", "format", "content", "metadata", "status")
+    values = {field: getattr(document, field) for field in fields}
+    if _is_skeleton(values):
+        return ""
+    problem = _cached_problem(values)
+    if problem or document.kind not in WORLD_KINDS:
+        return problem
+    same_kind = [d for d in document.world.documents.filter(kind=document.kind).values(*fields) if not _is_skeleton(d)]
+    return _world_problems(same_kind).get(document.path, "")
+
+
 def unrenderable_documents(*, world: World) -> list[tuple[Document, str]]:
     """The world's documents that cannot be built into their files, with the reason."""
     problems = unrenderable(world_documents(world))

@@ -36,7 +36,10 @@ def parse_when(value: object, field: str) -> dt.datetime:
     except ValueError:
         raise RenderError(f"metadata {field!r}: {text!r} is not an ISO 8601 date and time (e.g. 2026-01-05T09:30:00+01:00).") from None
     if when.tzinfo is None or when.utcoffset() is None:
-        raise RenderError(f"metadata {field!r}: {text!r} has no UTC offset; add one, e.g. {text}+00:00.")
+        # (the example is the value itself, made whole: a date alone gets its midnight, so the example parses)
+        example = when.replace(tzinfo=dt.UTC).isoformat()
+        raise RenderError(f"metadata {field!r}: {text!r} has no time and UTC offset; write it in full, e.g. {example}."
+                          if len(text) <= 10 else f"metadata {field!r}: {text!r} has no UTC offset; add one, e.g. {example}.")
     return when
 
 

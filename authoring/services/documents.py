@@ -53,6 +53,8 @@ def clean_document_fields(*, path: str, kind: str, format: str, metadata: object
         raise ApplicationError(f"Unknown kind {kind!r}; choose one of {', '.join(DocumentKind.values)}.")
     if kind == DocumentKind.FILE:
         format = format or PurePosixPath(path).suffix.lstrip(".").lower()
+        if not format:
+            raise ApplicationError(f"A file's path ends with its format, e.g. {path}.docx: one of .{', .'.join(DocumentFormat.values)}.")
         if format not in DocumentFormat.values:
             raise ApplicationError(f"Unknown file format {format!r}; choose one of {', '.join(DocumentFormat.values)}.")
     else:

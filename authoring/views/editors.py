@@ -17,6 +17,7 @@ from authoring.forms import (
     WorldForm,
 )
 from authoring.models import EnvTask, World
+from authoring.render_check import document_problem
 from authoring.rendering import preview_html
 from authoring.services.task_edits import env_task_update_with_criteria
 from authoring.views.drafting import drafting_context
@@ -192,6 +193,8 @@ def _document_context(request: HttpRequest, document, form=None, **extra) -> dic
             if key in METADATA_FIELDS.get(document.kind, []) or metadata.get(key)
         ],
         "preview": _preview(document, form["content"].value() or "", metadata),
+        # (of the saved document: what submitting the task would refuse)
+        "build_problem": document_problem(document=document),
         "endpoints": endpoint_picker(project_id=document.world.project_id),
         "can_author": membership.can_author,
         **extra,
@@ -225,12 +228,13 @@ def document_editor(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_POST
 def document_preview(request: HttpRequest, pk: int) -> HttpResponse:
-    """Sanitized preview of unsaved content: renders, saves nothing."""
+    """Sanitized preview of unsaved content and details (sender, date…): renders, saves nothing."""
     document = selectors.document_get_for_user(user=request.user, pk=pk)
+    metadata = DocumentForm().metadata_from(request.POST, document.metadata)
     return render(
         request,
         "authoring/document_editor.html#preview",
-        {"preview": _preview(document, request.POST.get("content", ""), document.metadata)},
+        {"preview": _preview(document, request.POST.get("content", ""), metadata)},
     )
 
 

@@ -48,6 +48,8 @@ def test_document_format_comes_from_the_path_and_duplicates_are_refused(team, wo
         services.document_create(world=world, user=team.author, path="Finance/Cap table.xlsx")
     with pytest.raises(ApplicationError, match="Unknown file format"):
         services.document_create(world=world, user=team.author, path="Finance/run.exe")
+    with pytest.raises(ApplicationError, match=r"A file's path ends with its format, e\.g\. Finance/Budget\.docx: one of \.docx, "):
+        services.document_create(world=world, user=team.author, path="Finance/Budget")
 
 
 def test_locked_document_content_cannot_change_until_unlocked(team, world):

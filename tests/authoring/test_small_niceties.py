@@ -128,3 +128,53 @@ def test_the_step_criterion_page_is_prefilled_from_a_tool_call(author_client, fi
     answer = finished_batch.rollouts.get(index=0).steps.get(index=4)
     page = author_client.get(reverse("step-criterion", args=[answer.pk])).content.decode()
     assert ">\nStates that &quot;The purchase price is $12m (Deal/Doc 1.md).&quot;</textarea>" in page
+
+
+def test_a_document_that_cannot_be_built_says_so_when_saved_and_after(client, team, world):
+    """Saving an email whose date has no offset, or a reply whose thread is not the path of
+    the thread's first email, says why it cannot be built (it used to say a green "Saved."
+    and leave the author to find out at submit or export); a buildable one says "Saved."."""
+    first = services.document_create(world=world, user=team.author, path="Mail/01 Kickoff", kind="email", content="Let us start.",
+                                     metadata={"from": "Ann <ann@acme.test>", "to": "Bo <bo@beta.test>", "subject": "Kickoff",
+                                               "date": "2025-03-15"})
+    reply = services.document_create(world=world, user=team.author, path="Mail/02 Re", kind="email", content="Agreed.",
+                                     metadata={"from": "Bo <bo@beta.test>", "to": "Ann <ann@acme.test>", "subject": "Re: Kickoff",
+                                               "date": "2025-03-16T10:00:00+00:00", "thread": "kickoff"})
+    client.force_login(team.author)
+    page = client.get(reverse("document-editor", args=[first.pk])).content.decode()
+    warning = re.search(r'<div class="message warning" role="status" id="document-build-problem">(.*?)</div>', page, re.S).group(1)
+    assert "cannot be built into its file yet" in warning and "e.g. 2025-03-15T00:00:00+00:00" in warning
+    services.document_update(document=first, user=team.author, base_revision=first.revision, path=first.path, kind="email", format="",
+                             brief="", target_size=300, content=first.content, locked=False,
+                             metadata={**first.metadata, "date": "2025-03-15T09:00:00+00:00"})
+    page = client.get(reverse("document-editor", args=[first.pk])).content.decode()
+    assert 'id="document-build-problem"' not in page
+    page = client.get(reverse("document-editor", args=[reply.pk])).content.decode()
+    assert 'id="document-build-problem"' in page and "thread" in re.search(r'id="document-build-problem">(.*?)</div>', page, re.S).group(1)
+
+
+def test_a_version_that_differs_only_in_its_details_can_be_restored(client, team, world):
+    """Restoring brings back the text and the details; a version whose text is the current one
+    but whose date differs offered no button, and the current version says it is current."""
+    doc = services.document_create(world=world, user=team.author, path="Mail/Offer", kind="email", content="Offer attached.",
+                                   metadata={"from": "Ann <ann@acme.test>", "to": "Bo <bo@beta.test>", "subject": "Offer",
+                                             "date": "2025-03-15T09:00:00+00:00"})
+    doc = services.document_update(document=doc, user=team.author, base_revision=doc.revision, content="Offer attached.")
+    doc = services.document_update(document=doc, user=team.author, base_revision=doc.revision,
+                                   metadata={**doc.metadata, "date": "2025-03-16T09:00:00+00:00"})
+    client.force_login(team.author)
+    first, last = doc.versions.order_by("number").first(), doc.versions.order_by("number").last()
+    assert first.content == last.content and first.metadata != last.metadata
+    older = client.get(reverse("document-versions", args=[doc.pk]) + f"?v={first.number}").content.decode()
+    assert 'id="restore-version"' in older and "its details (such as the sender or the date) differ" in older
+    current = client.get(reverse("document-versions", args=[doc.pk]) + f"?v={last.number}").content.decode()
+    assert 'id="restore-version"' not in current and 'id="version-is-current"' in current
+
+
+def test_the_live_preview_reads_the_details_being_typed(client, team, world):
+    doc = services.document_create(world=world, user=team.author, path="Mail/Offer", kind="email", content="Offer attached.")
+    client.force_login(team.author)
+    preview = client.post(reverse("document-preview", args=[doc.pk]), {
+        "content": "Offer attached.", "meta_from": "Ann Lee <ann@acme.test>", "meta_to": "Bo <bo@beta.test>",
+        "meta_subject": "Offer for Beta", "meta_date": "2025-03-15T09:00:00+00:00"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Offer for Beta" in preview and "Ann Lee" in preview and "missing" not in preview

@@ -191,3 +191,18 @@ def test_an_imported_email_keeps_its_message_id_and_thread_id(tmp_path):
         render_mbox([root, twin])
     with pytest.raises(RenderError, match="metadata 'message_id': 'abc' is not a Message-ID"):
         render_mbox([WorldItem("Mail/e.eml", "v", {**EMAILS[3].metadata, "message_id": "abc"})])
+
+
+@pytest.mark.parametrize(("value", "example"), [("2025-03-15", "2025-03-15T00:00:00+00:00"),
+                                              ("2025-03-15T09:30", "2025-03-15T09:30:00+00:00")])
+def test_a_date_without_its_offset_is_refused_with_an_example_that_parses(value, example):
+    """The example in the refusal, typed in as it is, is accepted (it used to append "+00:00"
+    to a date alone, which does not parse either)."""
+    import datetime as dt
+
+    from authoring.rendering.base import RenderError
+    from authoring.rendering.headers import parse_when
+
+    with pytest.raises(RenderError, match=re.escape(f"e.g. {example}.")):
+        parse_when(value, "date")
+    assert parse_when(example, "date") == dt.datetime.fromisoformat(example)
