@@ -2,12 +2,13 @@
 non-integer id is a clear 400 rather than a bare 404 from the URL resolver."""
 
 from django.contrib.auth.decorators import login_not_required
-from django.urls import path
+from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from accounts import apis as accounts_apis
 from authoring import apis as authoring_apis
 from authoring.apis import transfer as authoring_transfer_apis
+from core.views import api_not_found
 from llm import apis as llm_apis
 from packs import apis as packs_apis
 from reviews import apis as reviews_apis
@@ -113,4 +114,7 @@ urlpatterns = [
     path("packs/<str:pk>/download/<slug:key>/", packs_apis.PackFormatDownloadApi.as_view(), name="api-pack-download-format"),
     path("packs/<str:pk>/versions/", packs_apis.PackVersionsApi.as_view(), name="api-pack-versions"),
     path("packs/<str:pk>/diff/", packs_apis.PackDiffApi.as_view(), name="api-pack-diff"),
+    # Anything else under /api/: a JSON 404 naming the docs, with DEBUG on too (Django's
+    # debug 404 page would answer in HTML; handler404 answers JSON only with DEBUG off).
+    re_path(r"", login_not_required(api_not_found)),
 ]

@@ -1,6 +1,8 @@
 """API plumbing every app's apis.py shares: error mapping, strict parsing of ids and
 query parameters, pagination, the base view and small serializer helpers."""
 
+from collections.abc import Mapping
+
 from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import RequestDataTooBig, TooManyFilesSent
@@ -212,9 +214,22 @@ def revision_field() -> serializers.IntegerField:
 
 
 class RevisionedSerializer(serializers.Serializer):
-    """An edit's body: `revision` is always required, the fields to change are optional."""
+    """An edit's body: `revision` is always required, the fields to change are optional. A
+    field the edit does not change (a misspelt one, `status`, another object's id) is refused
+    by name: DRF would drop it, answer 200 and leave the client believing it was changed."""
 
     revision = revision_field()
+
+    def to_internal_value(self, data):
+        if isinstance(data, Mapping):
+            writable = [name for name, field in self.fields.items() if not field.read_only]
+            unknown = sorted(str(name) for name in data if name not in writable)
+            if unknown:
+                can = ", ".join(name for name in writable if name != "revision")
+                raise serializers.ValidationError(
+                    {name: [f"Not something this edit changes (it changes: {can})."] for name in unknown}
+                )
+        return super().to_internal_value(data)
 
 
 class RevisionedSerializerSchema(OpenApiSerializerExtension):

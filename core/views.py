@@ -82,6 +82,11 @@ def page_not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     return defaults.page_not_found(request, exception)
 
 
+def api_not_found(request: HttpRequest) -> HttpResponse:
+    """An address under /api/ that names no endpoint."""
+    return _json_error(404, f"No API endpoint at {request.path}. The endpoints are listed at /api/docs/.")
+
+
 def server_error(request: HttpRequest) -> HttpResponse:
     if _is_api(request):
         return _json_error(500, "Server error.")

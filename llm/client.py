@@ -418,9 +418,15 @@ def _raise_for_status(endpoint: ModelEndpoint, status: int, headers, raw: bytes)
             "only ever goes to the configured host: set the base URL to the final address.",
             kind="config",
         )
+    if status in (401, 403) and not endpoint.api_key_env:
+        raise ModelError(
+            f"The endpoint {endpoint.name!r} refused the request ({detail}): it wants an API key, and none is configured. "
+            "A site admin can give the endpoint a key variable on the Models page.",
+            kind="auth",
+        )
     if status in (401, 403):
         raise ModelError(
-            f"The endpoint {endpoint.name!r} refused the API key from {endpoint.api_key_env or '(no key configured)'} "
+            f"The endpoint {endpoint.name!r} refused the API key from {endpoint.api_key_env} "
             f"({detail}). Check that the key is valid for this endpoint.",
             kind="auth",
         )

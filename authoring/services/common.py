@@ -28,6 +28,10 @@ def check_revision(*, obj: models.Model, base_revision: int | None, fields: dict
         )
     if int(base_revision) == obj.revision:
         return
+    if int(base_revision) > obj.revision:  # not a stale copy: a revision that never was (an API client's mistake)
+        raise ApplicationError(
+            f"{label} has no revision {base_revision}: its current revision is {obj.revision}. Send the revision you read."
+        )
     changes = {}
     for name, mine in fields.items():
         theirs = getattr(obj, name)
@@ -44,6 +48,6 @@ def check_revision(*, obj: models.Model, base_revision: int | None, fields: dict
     when = timezone.localtime(obj.updated_at).strftime("%Y-%m-%d %H:%M:%S") if getattr(obj, "updated_at", None) else ""
     raise StaleEditError(
         f"{label} was changed by {who} at {when} since you opened it (revision {base_revision} → "
-        f"{obj.revision}). Your text is kept below: review the changes and save again.",
+        f"{obj.revision}). Your version is kept: review the changes and save again.",
         extra={"current_revision": obj.revision, "changes": changes},
     )

@@ -4,11 +4,15 @@ import pytest
 from django.test import Client
 
 
-@pytest.mark.parametrize("path", ["/api/no-such-thing/", "/api/packs/1/download/not%20a%20slug/", "/api/worlds/1/nope"])
-def test_an_unknown_api_url_is_a_json_404(db, path):
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize("path", ["/api/", "/api/no-such-thing/", "/api/packs/1/download/not%20a%20slug/", "/api/worlds/1/nope"])
+def test_an_unknown_api_url_is_a_json_404(db, settings, path, debug):
+    """With DEBUG on too (make run): Django's debug 404 page is HTML."""
+    settings.DEBUG = debug
     response = Client().get(path)
     assert response.status_code == 404
-    assert response["Content-Type"] == "application/json" and response.json() == {"detail": "Not found."}
+    assert response["Content-Type"] == "application/json"
+    assert response.json() == {"detail": f"No API endpoint at {path.replace('%20', ' ')}. The endpoints are listed at /api/docs/."}
 
 
 def test_a_refused_host_is_a_json_400_under_the_api(db):

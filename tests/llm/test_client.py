@@ -428,6 +428,8 @@ def test_a_streamed_error_is_the_same_error(db, fake_llm):
     with pytest.raises(ModelError) as caught:
         chat(endpoint=endpoint, messages=MESSAGES, purpose="drafting")
     assert caught.value.kind == "auth" and "HTTP 401: bad key" in caught.value.message
+    # This endpoint has no key: the error says so, rather than naming a key that was never sent.
+    assert "none is configured" in caught.value.message and "refused the API key" not in caught.value.message
 
 
 @pytest.mark.parametrize("kind", ["openai_compatible", "anthropic"])
