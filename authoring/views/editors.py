@@ -194,7 +194,7 @@ def _document_context(request: HttpRequest, document, form=None, **extra) -> dic
         ],
         "preview": _preview(document, form["content"].value() or "", metadata),
         # (of the saved document: what submitting the task would refuse)
-        "build_problem": document_problem(document=document),
+        "build_problem": document_problem(document=document).rstrip("."),  # (the page ends the sentence)
         "endpoints": endpoint_picker(project_id=document.world.project_id),
         "can_author": membership.can_author,
         **extra,
