@@ -14,7 +14,7 @@ from django.utils.safestring import SafeString, mark_safe
 from core.sanitize import clean_html, markdown_to_safe_html
 
 from .base import RenderError, require_kind_format
-from .headers import format_address, format_addresses, parse_chat, parse_email, parse_event, parse_when
+from .headers import format_address, format_addresses, parse_chat, parse_email, parse_event, parse_kept, parse_when
 from .markdown import plain_text
 from .sheets import col_letter, parse_sheets
 from .slides import parse_slides
@@ -130,10 +130,35 @@ def _chat(content: str, metadata: dict) -> str:
             f"{escape(_when(s['date']))}</p>" + linebreaks(s["text"], autoescape=True))
 
 
+FREQUENCIES = {"DAILY": "daily", "WEEKLY": "weekly", "MONTHLY": "monthly", "YEARLY": "yearly", "HOURLY": "hourly"}
+
+
+def repeats_in_words(rrule: str) -> str:
+    """A recurrence rule in words where it is a common one ("weekly, 3 times"); else as written."""
+    parts = dict(part.partition("=")[::2] for part in rrule.upper().split(";") if "=" in part)
+    how = FREQUENCIES.get(parts.get("FREQ", ""))
+    if how is None or set(parts) - {"FREQ", "COUNT", "UNTIL", "INTERVAL"}:
+        return rrule
+    if parts.get("INTERVAL", "1") != "1":
+        how = f"every {parts['INTERVAL']} {how.removesuffix('ly').replace('dai', 'day')}s"
+    if parts.get("COUNT"):
+        how += f", {parts['COUNT']} times"
+    if parts.get("UNTIL"):
+        how += f", until {parts['UNTIL'][:8]}"
+    return how
+
+
 def _event(content: str, metadata: dict) -> str:
     s = parse_event(content, metadata)
-    return _dl([("Event", s["subject"]), ("Starts", _when(s["start"])), ("Ends", _when(s["end"])), ("Location", s["location"]),
-                ("Attendees", format_addresses(s["attendees"]))]) + _md(s["description"])
+    kept = parse_kept("event", metadata)
+    if kept["all_day"]:  # (the end is the day after the last, as iCalendar counts it)
+        first, end = parse_when(s["start"], "start").date(), parse_when(s["end"], "end").date()
+        last = end - dt.timedelta(days=1) if end > first else first
+        when = [("When", f"{first:%a %d %b %Y}, all day" if last == first else f"{first:%a %d %b %Y} to {last:%a %d %b %Y}, all day")]
+    else:
+        when = [("Starts", _when(s["start"])), ("Ends", _when(s["end"]))]
+    return _dl([("Event", s["subject"]), *when, ("Repeats", repeats_in_words(kept["rrule"]) if kept["rrule"] else ""),
+                ("Location", s["location"]), ("Attendees", format_addresses(s["attendees"]))]) + _md(s["description"])
 
 
 def preview_html(kind: str, format: str, content: str, metadata: dict | None = None) -> SafeString:

@@ -78,3 +78,16 @@ def test_markdown_preview_and_invalid_content_explained():
     assert "<h1>Project Falcon — Investment Committee Memo</h1>" in preview_html("file", "docx", MEMO, {})
     broken = preview_html("file", "xlsx", "## Sheet: S\n|   | A |\n|---|---|\n| 1 | =A7 |\n", {})
     assert "cannot be rendered" in broken and "outside the sheet" in broken
+
+
+def test_an_all_day_and_repeating_event_shows_as_one():
+    """An all-day event showed as "00:00 → 00:00 the next day (UTC)", and a weekly one said
+    nothing of repeating."""
+    from authoring.rendering import preview_html
+
+    html = str(preview_html("event", "", "Closing.", {
+        "subject": "Closing", "start": "2025-06-30T00:00:00+00:00", "end": "2025-07-01T00:00:00+00:00", "all_day": "true"}))
+    assert "<dt>When</dt><dd>Mon 30 Jun 2025, all day</dd>" in html and "00:00" not in html
+    html = str(preview_html("event", "", "", {
+        "subject": "DD call", "start": "2025-06-02T09:00:00+00:00", "end": "2025-06-02T10:00:00+00:00", "rrule": "FREQ=WEEKLY;COUNT=3"}))
+    assert "<dt>Repeats</dt><dd>weekly, 3 times</dd>" in html and "<dt>Starts</dt>" in html

@@ -195,3 +195,13 @@ def test_world_editor_links_to_the_apps_and_loads_its_sandboxes(author_client, d
     assert links == [(app.capitalize(), app_url(app, W, data_room.pk)) for app in ("drive", "mail", "chat", "calendar")]
     section = page.find(id="replica-sandboxes")[0]
     assert section.attrs["hx-get"] == reverse("world-sandboxes", args=[data_room.pk]) and section.attrs["hx-trigger"] == "load"
+
+
+def test_a_repeating_event_says_it_repeats_in_the_calendar(author_client, data_room):
+    """The calendar shows a recurring event once, on its first day: it says how it repeats,
+    so nobody reads a weekly call as a one-off."""
+    call = data_room.documents.get(kind="event", metadata__subject="Weekly diligence call")
+    Document.objects.filter(pk=call.pk).update(metadata={**call.metadata, "rrule": "FREQ=WEEKLY;COUNT=3"})
+    page = Page(author_client.get(app_url("calendar", W, data_room.pk)))
+    first = page.texts("replica-agenda-event")[0]
+    assert "Weekly diligence call" in first and "Repeats weekly, 3 times (shown on its first day)" in first

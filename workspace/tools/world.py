@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from authoring.models import Document, DocumentKind, TaskInputFile, World
+from authoring.rendering.preview import repeats_in_words
 from workspace.models import Overlay, OverlayAction, OverlayEntry
 
 SEPARATOR = re.compile(r'[,;](?=(?:[^"]*"[^"]*")*[^"]*$)')  # outside double quotes
@@ -108,6 +109,7 @@ class Event:
     description: str
     change: str
     all_day: bool = False  # start and end are midnights: the first day and the day after the last
+    repeats: str = ""  # its recurrence rule in words ("weekly, 3 times"), "" for a one-off
 
 
 def _roots(parents: dict[str, str]) -> dict[str, str]:
@@ -331,7 +333,8 @@ class Workspace:
                 Event(id=i.path, subject=_text(i.metadata, "subject"), start=parse_date(i.metadata.get("start")),
                       end=parse_date(i.metadata.get("end")), start_text=_text(i.metadata, "start"), end_text=_text(i.metadata, "end"),
                       location=_text(i.metadata, "location"), attendees=_list(i.metadata.get("attendees")),
-                      description=i.content, change=i.change, all_day=_text(i.metadata, "all_day").lower() == "true")
+                      description=i.content, change=i.change, all_day=_text(i.metadata, "all_day").lower() == "true",
+                      repeats=repeats_in_words(_text(i.metadata, "rrule")) if _text(i.metadata, "rrule") else "")
                 for i in self._state[0].values() if i.kind == DocumentKind.EVENT
             ]
             self._views["events"] = sorted(events, key=lambda e: (e.start or FAR_FUTURE, e.id))
