@@ -126,8 +126,11 @@ def _numbering_formats(document) -> dict[tuple[str, int], str]:
 
 def xlsx_to_markdown(data: bytes, out: Out) -> None:
     """`## Sheet: name` + a table whose header is the column letters and whose first
-    column is the row number; formulas kept as `=…` (data_only=False). Read-only mode
-    streams each sheet, and rows/columns are capped, so memory stays bounded."""
+    column is the row number; formulas kept as `=…` (data_only=False); the cells' number
+    formats (0.0%, #,##0.00, dates…) as the sheet's `Formats:` line. Read-only mode streams
+    each sheet, and rows/columns are capped, so memory stays bounded. What was cut is told in
+    the version note only: a sheet's content holds tables and Formats lines, nothing else
+    (a note there would stop the workbook from being built)."""
     import openpyxl
     from openpyxl.utils import get_column_letter
 
@@ -136,14 +139,21 @@ def xlsx_to_markdown(data: bytes, out: Out) -> None:
         sheets = workbook.worksheets
         for number, sheet in enumerate(sheets, start=1):
             if number > MAX_SHEETS:
-                out.note(f"Only the first {MAX_SHEETS} sheets were imported; {len(sheets) - MAX_SHEETS} more are in the original.")
+                out.note(f"Only the first {MAX_SHEETS} sheets were imported; {len(sheets) - MAX_SHEETS} more are in the original.",
+                         in_content=False)
                 break
             rows: list[tuple[int, list[str]]] = []
+            formats: dict[int, list[tuple[int, str]]] = {}  # column → [(row, number format)]
             more_rows = more_columns = False
             width = 0
-            for row_number, values in enumerate(
-                sheet.iter_rows(max_row=MAX_SHEET_ROWS + 1, max_col=MAX_SHEET_COLUMNS + 1, values_only=True), start=1
+            for row_number, row in enumerate(
+                sheet.iter_rows(max_row=MAX_SHEET_ROWS + 1, max_col=MAX_SHEET_COLUMNS + 1), start=1
             ):
+                values = [cell.value for cell in row]
+                for column, cell in enumerate(row[:MAX_SHEET_COLUMNS], start=1):
+                    number_format = getattr(cell, "number_format", None) or "General"
+                    if cell.value is not None and number_format != "General":
+                        formats.setdefault(column, []).append((row_number, number_format))
                 if row_number > MAX_SHEET_ROWS:
                     more_rows = more_rows or any(v is not None for v in values)
                     break
@@ -160,12 +170,44 @@ def xlsx_to_markdown(data: bytes, out: Out) -> None:
             if rows:
                 header = ["", *(get_column_letter(i) for i in range(1, width + 1))]
                 out.add(md_table([header, *([str(n), *cells] for n, cells in rows)]))
+                kept, dropped = _formats_line(formats)
+                if kept:
+                    out.add(kept)
+                if dropped:
+                    out.note(f"Sheet {sheet.title!r}: the number formats of {', '.join(dropped)} have sections (positive;negative), "
+                             "which were not kept: those cells show as General.", in_content=False)
             if more_rows or more_columns:
                 out.note(
-                    f"Sheet {sheet.title!r}: only the first {MAX_SHEET_ROWS:,} rows and {MAX_SHEET_COLUMNS} columns were imported."
+                    f"Sheet {sheet.title!r}: only the first {MAX_SHEET_ROWS:,} rows and {MAX_SHEET_COLUMNS} columns were imported.",
+                    in_content=False,
                 )
     finally:
         workbook.close()
+
+
+def _formats_line(formats: dict[int, list[tuple[int, str]]]) -> tuple[str, list[str]]:
+    """The sheet's `Formats:` line from each column's formatted cells, runs of one format
+    down a column as one range (B2:B9); and the ranges whose format cannot be written there
+    (one with `;` sections, which the line uses as its separator)."""
+    from openpyxl.utils import get_column_letter
+
+    entries, dropped = [], []
+    for column, cells in sorted(formats.items()):
+        letter = get_column_letter(column)
+        start = end = None
+        current = ""
+        for row, number_format in [*cells, (0, "")]:
+            if start is not None and (number_format != current or row != end + 1):
+                cells_range = f"{letter}{start}" + (f":{letter}{end}" if end != start else "")
+                if ";" in current:
+                    dropped.append(cells_range)
+                else:
+                    entries.append(f"{cells_range} {' '.join(current.split())}")
+                start = None
+            if number_format and start is None:
+                start, current = row, number_format
+            end = row
+    return ("Formats: " + "; ".join(entries) if entries else ""), dropped
 
 
 def _cell(value) -> str:

@@ -46,6 +46,10 @@ def test_xlsx_rows_and_columns_are_capped_with_a_note():
     assert f"| {MAX_SHEET_ROWS + 1} |" not in extracted.content
     assert "far right" not in extracted.content
     assert any("only the first 2,000 rows and 50 columns" in note for note in extracted.notes)
+    assert "only the first" not in extracted.content  # (told in the version note: the content must still build)
+    from authoring.rendering import render_file
+
+    assert render_file("file", "xlsx", extracted.content, {}, path="big.xlsx").data
 
 
 def test_pdf_pages_are_capped_with_a_note():
@@ -113,3 +117,29 @@ def test_pptx_tables_and_grouped_shapes_are_read():
     presentation.save(buffer)
     content = _extract(buffer.getvalue(), "terms.pptx").content
     assert content == "## Terms\n\n| Term | Value |\n|---|---|\n| Price | $12m |\n\n- Grouped remark\n"
+
+
+def test_xlsx_number_formats_are_kept_as_the_sheets_formats_line():
+    """An uploaded 0.0% showed as 0.6 in the grid and downloaded as General. The formats now
+    come in as the sheet's Formats line (runs down a column as one range), and the rebuilt
+    workbook has them; a sectioned format the line cannot hold is reported, not dropped quietly."""
+    import openpyxl
+
+    from authoring.rendering import render_file
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    sheet.append(["Holder", "Share", "Amount", "Net"])
+    for name, share, amount in (("Acme", 0.6, 1200.5), ("Beta", 0.4, 800)):
+        sheet.append([name, share, amount, -5])
+    for row in (2, 3):
+        sheet.cell(row=row, column=2).number_format = "0.0%"
+        sheet.cell(row=row, column=4).number_format = "#,##0;[Red]-#,##0"
+    sheet.cell(row=2, column=3).number_format = "#,##0.00"
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    extracted = _extract(buffer.getvalue(), "cap.xlsx")
+    assert "Formats: B2:B3 0.0%; C2 #,##0.00" in extracted.content
+    assert any("the number formats of D2:D3 have sections" in note for note in extracted.notes)
+    rebuilt = openpyxl.load_workbook(io.BytesIO(render_file("file", "xlsx", extracted.content, {}, path="cap.xlsx").data))
+    assert rebuilt.active["B2"].number_format == "0.0%" and rebuilt.active["C2"].number_format == "#,##0.00"
