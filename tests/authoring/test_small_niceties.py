@@ -144,6 +144,7 @@ def test_a_document_that_cannot_be_built_says_so_when_saved_and_after(client, te
     page = client.get(reverse("document-editor", args=[first.pk])).content.decode()
     warning = re.search(r'<div class="message warning" role="status" id="document-build-problem">(.*?)</div>', page, re.S).group(1)
     assert "cannot be built into its file yet" in warning and "e.g. 2025-03-15T00:00:00+00:00" in warning
+    assert "Body (plain text, sent as written)" in page and "Content (markdown)" not in page  # mail is sent as plain text
     services.document_update(document=first, user=team.author, base_revision=first.revision, path=first.path, kind="email", format="",
                              brief="", target_size=300, content=first.content, locked=False,
                              metadata={**first.metadata, "date": "2025-03-15T09:00:00+00:00"})
