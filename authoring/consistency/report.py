@@ -105,6 +105,12 @@ class Report:
     facts: list[Fact]
     documents_checked: int
     unchecked_keys: list[str] = field(default_factory=list)  # facts-sheet rows with no value we can compare
+    # why each was not checked, when its key names what it should hold: {key: "an amount"}
+    unchecked_wanted: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def unchecked_rows(self) -> list[dict]:
+        return [{"key": key, "wanted": self.unchecked_wanted.get(key, "")} for key in self.unchecked_keys]
 
     @property
     def sheet_facts(self) -> int:
@@ -159,7 +165,14 @@ def _sheet_names(value: str, many: bool) -> list[tuple[str, int]]:
     return names
 
 
-def sheet_facts(rows: list[dict]) -> tuple[list[Fact], list[str]]:
+KIND_NOUNS = {Kind.AMOUNT: "an amount", Kind.DATE: "a date", Kind.PERCENT: "a percentage", Kind.DURATION: "a period",
+              Kind.JURISDICTION: "a governing law", Kind.PARTY: "a party"}
+
+
+def sheet_facts(rows: list[dict], wanted: dict[str, str] | None = None) -> tuple[list[Fact], list[str]]:
+    """The facts sheet's facts, and the keys of the rows not checked. `wanted`, when given,
+    gets for each key whose name says what it should hold (Escrow: an amount) that kind,
+    so the page can say why its value was not checked."""
     facts: list[Fact] = []
     unchecked: list[str] = []
     for row in rows:
@@ -195,6 +208,8 @@ def sheet_facts(rows: list[dict]) -> tuple[list[Fact], list[str]]:
             facts.extend(found)
         else:
             unchecked.append(key)
+            if wanted is not None:
+                wanted[key] = KIND_NOUNS.get(role.kind, "")
     return facts, unchecked
 
 
@@ -248,10 +263,12 @@ def compare(sheet: list[Fact], documents: list[Fact]) -> list[Finding]:
 
 def check(facts_sheet: list[dict], documents: list[tuple[int, str, str]]) -> Report:
     """`documents` are (id, path, text) triples in data-room order."""
-    sheet, unchecked = sheet_facts(facts_sheet)
+    wanted: dict[str, str] = {}
+    sheet, unchecked = sheet_facts(facts_sheet, wanted)
     custom = tuple({f.role.key: f.role for f in sheet if f.role.key.startswith("sheet:")}.values())
     stated = [fact for doc_id, path, text in documents for fact in document_facts(doc_id, path, text, custom)]
-    return Report(findings=compare(sheet, stated), facts=[*sheet, *stated], documents_checked=len(documents), unchecked_keys=unchecked)
+    return Report(findings=compare(sheet, stated), facts=[*sheet, *stated], documents_checked=len(documents), unchecked_keys=unchecked,
+                  unchecked_wanted=wanted)
 
 
 __all__ = ["Evidence", "Fact", "Finding", "PartyName", "Report", "check"]

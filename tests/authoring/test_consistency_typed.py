@@ -221,3 +221,10 @@ def test_an_empty_world_says_what_to_do(client, team):
 def test_another_projects_user_gets_404(client, planted_world, team):
     client.force_login(team.author)
     assert client.get(reverse("world-consistency", args=[planted_world.pk]), **HX).status_code == 404
+
+
+def test_a_row_not_checked_says_why_when_its_name_asks_for_another_kind():
+    """"Escrow: 5%" was reported as having no percentage; the key names an escrow amount, and
+    the reason now says so (a key that names nothing keeps the general reason)."""
+    report = check([{"key": "Escrow", "value": "5%"}, {"key": "Deal code name", "value": "Project Lighthouse"}], [])
+    assert report.unchecked_rows == [{"key": "Escrow", "wanted": "an amount"}, {"key": "Deal code name", "wanted": ""}]

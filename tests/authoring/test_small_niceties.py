@@ -179,3 +179,12 @@ def test_the_live_preview_reads_the_details_being_typed(client, team, world):
         "content": "Offer attached.", "meta_from": "Ann Lee <ann@acme.test>", "meta_to": "Bo <bo@beta.test>",
         "meta_subject": "Offer for Beta", "meta_date": "2025-03-15T09:00:00+00:00"}, HTTP_HX_REQUEST="true").content.decode()
     assert "Offer for Beta" in preview and "Ann Lee" in preview and "missing" not in preview
+
+
+def test_the_consistency_check_says_why_a_fact_was_not_checked(client, team, world):
+    type(world).objects.filter(pk=world.pk).update(facts=[{"key": "Escrow", "value": "5%"}, {"key": "Code name", "value": "Falcon"}])
+    client.force_login(team.author)
+    fragment = client.get(reverse("world-consistency", args=[world.pk]), HTTP_HX_REQUEST="true").content.decode()
+    line = re.search(r'id="consistency-unchecked">(.*?)</p>', fragment, re.S).group(1)
+    assert "<strong>Escrow</strong>\n      (its name asks for an amount, and its value holds none)" in line
+    assert "<strong>Code name</strong>\n      (no party, amount, date, percentage, period or governing law in its value)" in line
