@@ -91,6 +91,7 @@ def test_chat_post_and_reply_in_a_thread(author_client, sandbox):
                     **hx("replica-chat"))
     chat = fragment(response, "replica-chat")
     assert response["HX-Trigger"] == "sandbox-changed"
+    assert chat.find(id="replica-notice")[0].text == "Replied in the thread."  # said on the screen, as a plain form's redirect says it
     assert chat.texts("replica-body")[-1] == "The memo is in Work/." and "Kestrel said yes." in chat.text
     assert next(e.text.split(" Posted")[0] for e in chat.find("replica-added", tag="li")).startswith("A Agent")
 

@@ -69,7 +69,7 @@ def calendar(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
 
 
 def calendar_screen(request: HttpRequest, s: Scope, params, *, status: int = 200, event_form=None, editing: str = "",
-                    error: str = "") -> HttpResponse:
+                    error: str = "", notice: str = "") -> HttpResponse:
     """The agenda or a week as `params` asks for it; in a sandbox, with the form to add an
     event (params "new") or edit one (params "edit": its id) above it."""
     events = s.workspace.events()
@@ -102,7 +102,7 @@ def calendar_screen(request: HttpRequest, s: Scope, params, *, status: int = 200
         "week": week, "week_end": days[-1], "previous_week": week - dt.timedelta(days=7), "next_week": week + dt.timedelta(days=7),
         "week_count": sum(len(c["cards"]) for c in columns), "today": timezone.localdate(),
         "zones": sorted({c["zone"] for c in cards if c["zone"]}),
-        "writable": writable, "event_form": event_form if writable else None, "edited": edited, "error": error,
+        "writable": writable, "event_form": event_form if writable else None, "edited": edited, "error": error, "notice": notice,
         "missing_event": editing if writable and editing and edited is None else "",
     }
     return render_screen(request, TEMPLATE, context, partials=("replica-calendar",), status=status)

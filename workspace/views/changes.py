@@ -65,7 +65,7 @@ def overlay_changes(request: HttpRequest, pk: int) -> HttpResponse:
     return changes_screen(request, scope_get(request, OVERLAYS, pk), request.GET)
 
 
-def changes_screen(request: HttpRequest, s: Scope, params, *, status: int = 200, error: str = "") -> HttpResponse:
+def changes_screen(request: HttpRequest, s: Scope, params, *, status: int = 200, error: str = "", notice: str = "") -> HttpResponse:
     changes = overlay_diff(overlay=s.overlay)
     app = params.get("app") if params.get("app") in APP_KINDS else ""
     by_app = {a: sum(1 for c in changes if APPS[c.kind] == a) for a in APP_KINDS}
@@ -89,7 +89,7 @@ def changes_screen(request: HttpRequest, s: Scope, params, *, status: int = 200,
     filters = [("", f"All {len(changes)}"), *((a, f"{a.capitalize()} {n}") for a, n in by_app.items() if n or a == app)]
     context = {"scope": s, "app": "changes", "filter": app, "filters": filters, "changes_url": reverse("overlay-changes", args=[s.pk]),
                "rows": rows, "summary": _summary(changes), "total": len(changes), "by_app": by_app,
-               "discardable": s.is_sandbox and s.can_author, "error": error}
+               "discardable": s.is_sandbox and s.can_author, "error": error, "notice": notice}
     return render_screen(request, CHANGES_TEMPLATE, context, partials=("replica-changes",), status=status)
 
 
@@ -107,9 +107,10 @@ def overlay_entry_discard(request: HttpRequest, pk: int) -> HttpResponse:
         if isinstance(error, PermissionRefused):
             response[REFUSAL_HEADER] = "1"
         return response
+    done = f"Discarded the change to {path}: the world's version shows again."
     if request.htmx:
-        return written(changes_screen(request, fresh(s), params), url=url)
-    messages.success(request, f"Discarded the change to {path}: the world's version shows again.")
+        return written(changes_screen(request, fresh(s), params, notice=done), url=url)
+    messages.success(request, done)
     return redirect(url)
 
 

@@ -38,7 +38,7 @@ def chat(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
 
 
 def chat_screen(request: HttpRequest, s: Scope, params, *, status: int = 200, post_form=None, reply_form=None, reply_to: str = "",
-                error: str = "") -> HttpResponse:
+                error: str = "", notice: str = "") -> HttpResponse:
     """One channel as `params` asks for it; in a sandbox, with a form to post and one to reply
     in each thread (the one refused, bound with its errors, is open)."""
     ws = s.workspace
@@ -63,7 +63,7 @@ def chat_screen(request: HttpRequest, s: Scope, params, *, status: int = 200, po
     context = {
         "scope": s, "app": "chat", "channels": channels, "current": current, "missing_channel": requested if current is None else "",
         "channel_name": next((c["name"] for c in channels if c["key"] == current), ""), "threads": threads,
-        "message_count": len(messages), "writable": writable, "error": error,
+        "message_count": len(messages), "writable": writable, "error": error, "notice": notice,
         "post_form": (post_form or ChatPostForm()) if writable else None, "reply_to": reply_to,
         # A refusal is said in the form that was sent, else above the channel.
         "error_in_form": writable and (any(t["reply_open"] for t in threads) if reply_form is not None else True),

@@ -35,7 +35,7 @@ def mail(request: HttpRequest, scope: str, pk: int) -> HttpResponse:
 
 
 def mail_screen(request: HttpRequest, s: Scope, params, *, status: int = 200, compose_form=None, reply_form=None,
-                error: str = "") -> HttpResponse:
+                error: str = "", notice: str = "") -> HttpResponse:
     """The mailbox as `params` (the page's query) asks for it; in a sandbox, with the forms to
     write (bound, with their errors, after a refused write)."""
     ws = s.workspace
@@ -68,7 +68,7 @@ def mail_screen(request: HttpRequest, s: Scope, params, *, status: int = 200, co
         "selected": selected, "selected_id": selected_id, "thread": thread,
         "thread_subject": (thread[0]["email"].subject if thread else "") or "(no subject)",
         "attachment_paths": {p for m in thread for p in m["email"].attachments if ws.get(p)},
-        "writable": writable, "error": error,
+        "writable": writable, "error": error, "notice": notice,
         "compose_form": (compose_form or EmailComposeForm()) if composing else None,
         "reply_form": (reply_form or EmailReplyForm()) if writable and thread and not composing else None,
     }

@@ -36,8 +36,8 @@ def _done(request: HttpRequest, s: Scope, screen: Callable, base: str, params: d
           **extra) -> HttpResponse:
     """After a write: htmx gets the screen as it now is (and its new address), a plain form
     a redirect to it with the message."""
-    if request.htmx:
-        return written(screen(request, fresh(s), params, **extra), url=_url(base, params))
+    if request.htmx:  # (the message shows on the screen, as a plain form's redirect shows it on the page)
+        return written(screen(request, fresh(s), params, **{"notice": message, **extra}), url=_url(base, params))
     messages.success(request, message)
     return redirect(_url(base, params, fragment))
 
