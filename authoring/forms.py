@@ -9,7 +9,26 @@ METADATA_FIELDS = {
     "file": ["author"],
     "email": ["from", "to", "cc", "bcc", "date", "subject", "thread", "attachments"],
     "chat": ["channel", "from", "date", "thread"],
-    "event": ["subject", "start", "end", "location", "attendees"],
+    "event": ["subject", "start", "end", "location", "attendees", "all_day", "rrule"],
+}
+# Each field's label and an example of what it takes (the renderers refuse anything else, and say why).
+METADATA_HINTS = {
+    "author": ("Author", "Ann Lee"),
+    "from": ("From", "Ann Lee <ann@acme.test>"),
+    "to": ("To", "Name <name@example.com>, several separated by commas"),
+    "cc": ("Cc", "Name <name@example.com>, …"),
+    "bcc": ("Bcc", "Name <name@example.com>, …"),
+    "date": ("Date", "2026-03-02T09:30:00+00:00"),
+    "subject": ("Subject", ""),
+    "thread": ("Thread", "the path of the thread's first message, e.g. Mail/01 Kickoff"),
+    "attachments": ("Attachments", "paths of files in this world, separated by commas"),
+    "channel": ("Channel", "deal-team"),
+    "start": ("Start", "2026-03-06T15:00:00+00:00"),
+    "end": ("End", "2026-03-06T16:00:00+00:00 (all day: the day after the last)"),
+    "location": ("Location", ""),
+    "attendees": ("Attendees", "Name <name@example.com>, …"),
+    "all_day": ("All day", "true or false"),
+    "rrule": ("Repeats (an iCalendar rule)", "FREQ=WEEKLY;COUNT=10"),
 }
 ALL_METADATA_FIELDS = list(dict.fromkeys(key for keys in METADATA_FIELDS.values() for key in keys))
 

@@ -8,6 +8,7 @@ from authoring.data_room import WHOLE_TREE_MAX, data_room_view, where_asked
 from authoring.forms import (
     ALL_METADATA_FIELDS,
     METADATA_FIELDS,
+    METADATA_HINTS,
     CriterionForm,
     DocumentForm,
     DocumentSkeletonForm,
@@ -189,7 +190,8 @@ def _document_context(request: HttpRequest, document, form=None, **extra) -> dic
         "project": document.world.project,
         "form": form,
         "metadata_fields": [
-            (key, metadata.get(key, "")) for key in dict.fromkeys([*METADATA_FIELDS.get(document.kind, []), *ALL_METADATA_FIELDS])
+            (key, metadata.get(key, ""), *METADATA_HINTS.get(key, (key.capitalize(), "")))
+            for key in dict.fromkeys([*METADATA_FIELDS.get(document.kind, []), *ALL_METADATA_FIELDS])
             if key in METADATA_FIELDS.get(document.kind, []) or metadata.get(key)
         ],
         "preview": _preview(document, form["content"].value() or "", metadata),

@@ -188,3 +188,19 @@ def test_the_consistency_check_says_why_a_fact_was_not_checked(client, team, wor
     line = re.search(r'id="consistency-unchecked">(.*?)</p>', fragment, re.S).group(1)
     assert "<strong>Escrow</strong>\n      (its name asks for an amount, and its value holds none)" in line
     assert "<strong>Code name</strong>\n      (no party, amount, date, percentage, period or governing law in its value)" in line
+
+
+def test_the_details_say_what_they_take_and_events_show_all_day_and_repeats(client, team, world):
+    """The date, start, end and thread fields had no hint of their format; an event's all-day
+    flag and recurrence (kept from an .ics import) could not be seen or changed."""
+    event = services.document_create(world=world, user=team.author, path="Calendar/Closing", kind="event", content="Signing.",
+                                     metadata={"subject": "Closing", "start": "2025-06-30T00:00:00+00:00",
+                                               "end": "2025-07-01T00:00:00+00:00", "all_day": True, "rrule": "FREQ=YEARLY;COUNT=2"})
+    client.force_login(team.author)
+    page = client.get(reverse("document-editor", args=[event.pk])).content.decode()
+    assert '<label for="meta-all_day">All day</label><input id="meta-all_day" name="meta_all_day" value="True"' in page
+    assert 'name="meta_rrule" value="FREQ=YEARLY;COUNT=2" placeholder="FREQ=WEEKLY;COUNT=10"' in page
+    assert 'name="meta_start" value="2025-06-30T00:00:00+00:00" placeholder="2026-03-06T15:00:00+00:00"' in page
+    mail = services.document_create(world=world, user=team.author, path="Mail/01 Kickoff", kind="email", content="Hello.")
+    page = client.get(reverse("document-editor", args=[mail.pk])).content.decode()
+    assert 'placeholder="the path of the thread&#x27;s first message, e.g. Mail/01 Kickoff"' in page
