@@ -116,5 +116,5 @@ urlpatterns = [
     path("packs/<str:pk>/diff/", packs_apis.PackDiffApi.as_view(), name="api-pack-diff"),
     # Anything else under /api/: a JSON 404 naming the docs, with DEBUG on too (Django's
     # debug 404 page would answer in HTML; handler404 answers JSON only with DEBUG off).
-    re_path(r"", login_not_required(api_not_found)),
+    re_path(r"", login_not_required(api_not_found), name="api-not-found"),
 ]

@@ -14,7 +14,8 @@ from rest_framework.test import APIClient
 # Public pages of the site (the API and MCP authenticate themselves: see below).
 PUBLIC_PAGES = {"login", "logout"}
 # The API views that need no credentials at all.
-PUBLIC_API = {"api-schema", "api-docs", "api-token"}
+# (api-not-found: the JSON 404 of any address under /api/ that names no endpoint)
+PUBLIC_API = {"api-schema", "api-docs", "api-token", "api-not-found"}
 
 
 def _routes(patterns, prefix=""):
