@@ -3,6 +3,13 @@ from django import forms
 from llm.models import ModelEndpoint
 
 
+class EndpointChoiceField(forms.ModelChoiceField):
+    """A model picker's field: each endpoint by ModelEndpoint.picker_label."""
+
+    def label_from_instance(self, obj) -> str:
+        return obj.picker_label
+
+
 class EndpointForm(forms.ModelForm):
     class Meta:
         model = ModelEndpoint

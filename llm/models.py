@@ -46,6 +46,16 @@ class ModelEndpoint(TimeStampedModel):
     def is_scripted(self) -> bool:
         return self.kind == EndpointKind.SCRIPTED
 
+    @property
+    def picker_label(self) -> str:
+        """How a model picker names it: its name and model, or, for the scripted sample model,
+        that it is not a real model (said once, when its name says what it is already)."""
+        if not self.is_scripted:
+            return f"{self.name} · {self.model}"
+        if "scripted sample model" in self.name.lower():
+            return f"{self.name} — not a real model"
+        return f"{self.name} — scripted sample model, not a real model"
+
     def cost_of(self, input_tokens: int, output_tokens: int) -> Decimal:
         prices = Decimal(str(self.price_input_per_mtok)), Decimal(str(self.price_output_per_mtok))
         return (prices[0] * input_tokens + prices[1] * output_tokens) / Decimal(1_000_000)

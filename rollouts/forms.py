@@ -1,16 +1,10 @@
 from django import forms
 
 from authoring.models import CriterionTag
+from llm.forms import EndpointChoiceField
 from llm.selectors import endpoint_list_usable
 from rollouts.constants import LIMITS
 from rollouts.models import DEFAULT_SYSTEM_PROMPT, BatchMode
-
-
-class EndpointChoiceField(forms.ModelChoiceField):
-    def label_from_instance(self, obj) -> str:
-        if obj.is_scripted:
-            return f"{obj.name} — scripted sample model, not a real model"
-        return f"{obj.name} · {obj.model}"
 
 
 class RunTrialsForm(forms.Form):

@@ -4,13 +4,9 @@ from django import forms
 from django.conf import settings
 
 from authoring.services.tasks import MAX_JUDGE_SAMPLES
+from llm.forms import EndpointChoiceField
 from llm.selectors import endpoint_list_usable
 from verification.services import MAX_CHEATS_PER_KIND
-
-
-class EndpointChoiceField(forms.ModelChoiceField):
-    def label_from_instance(self, obj) -> str:
-        return f"{obj.name} — scripted sample model, not a real model" if obj.is_scripted else f"{obj.name} · {obj.model}"
 
 
 class RubricSettingsForm(forms.Form):

@@ -85,6 +85,10 @@ def test_seed_demo_adds_one_finished_batch_of_labelled_scripted_trials(db, setti
         assert rollout.final_answer.startswith(LABEL) and rollout.final_answer == steps[-1].text
         assert rollout.input_tokens > 0 and rollout.overlay is not None and rollout.finished_at is not None
     assert ModelCall.objects.filter(endpoint=batch.endpoint, purpose="rollout", outcome="ok").count() == 4 * 3
+    # The model pickers name the demo's endpoint once as what it is (its name says it already).
+    client.force_login(batch.created_by)
+    panel = client.get(reverse("task-trials", args=[env_task.pk]), HTTP_HX_REQUEST="true").content.decode()
+    assert ">Scripted sample model — not a real model<" in panel and "model — scripted sample model" not in panel
 
 
 def test_the_demo_is_seeded_from_its_data_files_exactly(db, settings, tmp_path):
