@@ -249,6 +249,10 @@ def test_no_sideways_scrolling_at_320px(narrow_page: Page, live_server, demo: De
         widths[name] = sideways_overflow(page)
         if widths[name] > 0:
             culprits[name] = wide_elements(page)
+        if name == "rollout":  # the verdicts go under the trajectory, which keeps the width (it was squeezed to 26 px)
+            assert page.locator(".traj-layout.with-verdicts").count() == 1
+            assert page.locator("#trajectory").bounding_box()["width"] >= 250
+            assert page.locator(".traj-verdicts").evaluate("e => getComputedStyle(e).position") == "static"
     assert {name: over for name, over in widths.items() if over > 0} == {}, culprits
 
 

@@ -152,3 +152,24 @@ def test_build_pack_and_import_pack_commands(demo_pack, tmp_path):
         call_command("build_pack", project=demo_pack.project.slug, username="demo-admin", formats="zip", stdout=StringIO())
     with pytest.raises(CommandError, match="No such file"):
         call_command("import_pack", str(tmp_path / "missing.zip"), project=target.slug, username="target-admin")
+
+
+def test_the_taskwright_format_downloaded_on_its_own_imports(demo_pack, client):
+    """The pack page's per-format download of our own format carried the whole pack's manifest,
+    which lists files that zip does not hold, so its import was refused as incomplete. A
+    per-format zip now has a manifest of its own (the pack's, listing only what it holds)."""
+    from django.urls import reverse
+
+    admin = demo_pack.project.memberships.get(role=Role.ADMIN).user
+    pack, _ = build(demo_pack.project, admin, [demo_pack.submission.pk], formats=("apex", "healthbench", "taskwright"))
+    client.force_login(admin)
+    download = client.get(reverse("pack-download-format", args=[pack.pk, "taskwright"]))
+    data = b"".join(download.streaming_content)
+    manifest = json.loads(zipfile.ZipFile(io.BytesIO(data)).read("manifest.json"))
+    assert manifest["formats"] == ["taskwright"] and manifest["subset_of"] == {"formats": ["apex", "healthbench", "taskwright"],
+                                                                              "sha256": pack.sha256}
+    assert sorted(f["path"] for f in manifest["files"]) == sorted(n for n in zipfile.ZipFile(io.BytesIO(data)).namelist()
+                                                                   if n != "manifest.json")
+    empty = factories.project("From one format")
+    [task] = pack_import(project_id=empty.pk, user=factories.member(empty, Role.ADMIN), uploaded_file=upload(data, "taskwright.zip"))
+    assert task.title == demo_pack.env_task.title and task.rubric_versions.get().criteria.count() == 6
