@@ -66,7 +66,7 @@ class TaskAuditApi(_AuditApi):
     def get(self, request: Request, pk: int) -> Response:
         env_task = env_task_get_for_user(user=request.user, pk=pk)
         filters = self.filters(env_task.project_id)
-        return self.timeline_page(audit_timeline(env_task=env_task, **filters.as_kwargs()))
+        return self.timeline_page(audit_timeline(env_task=env_task, reader=request.user, **filters.as_kwargs()))
 
 
 @extend_schema(parameters=[ID_PARAMETER])
@@ -79,5 +79,5 @@ class ProjectAuditApi(_AuditApi):
     )
     def get(self, request: Request, pk: int) -> Response:
         audit_project_get_for_user(user=request.user, project_id=pk)  # 404 outside, 403 for non-admins
-        timeline = audit_timeline(project_id=pk, newest_first=True, **self.filters(pk).as_kwargs())
+        timeline = audit_timeline(project_id=pk, newest_first=True, reader=request.user, **self.filters(pk).as_kwargs())
         return self.timeline_page(timeline)

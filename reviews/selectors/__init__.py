@@ -14,6 +14,7 @@ from reviews.selectors.queue import (
     submission_latest_for_task,
     submission_list_for_user,
     submission_previous,
+    submissions_blind_to,
 )
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "submission_latest_for_task",
     "submission_list_for_user",
     "submission_previous",
+    "submissions_blind_to",
     "submit_gates",
     "unexplained_probes",
 ]

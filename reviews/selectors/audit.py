@@ -26,6 +26,7 @@ from accounts.services import require_role
 from authoring.models import DocumentVersion, EnvTask, RubricVersion, VersionSource
 from core.exceptions import ApplicationError
 from reviews.models import AuditEvent, AuditVerb
+from reviews.selectors.queue import submissions_blind_to
 
 RUBRIC_VERSION = "rubric_version"
 DOCUMENT_VERSION = "document_version"
@@ -134,11 +135,13 @@ def _timeline(*, events: Q, rubrics: Q, documents: Q, verbs: Iterable[str] | Non
 
 def audit_timeline(*, env_task: EnvTask | None = None, project_id: int | None = None, verbs: Iterable[str] | None = None,
                    actor_id: int | None = None, since: datetime | None = None, until: datetime | None = None,
-                   newest_first: bool = False) -> QuerySet:
+                   newest_first: bool = False, reader: User | None = None) -> QuerySet:
     """The merged timeline of one task (its events, its rubric versions, its world's document
     versions) or of a whole project, as rows for audit_entries; oldest first unless asked.
     No access check here: callers get the task through env_task_get_for_user (members of
-    its project) or check the project with audit_project_get_for_user (its admins)."""
+    its project) or check the project with audit_project_get_for_user (its admins). With a
+    `reader`, the decisions and checklists of the versions still blind to them (a reviewer
+    who may yet decide on it: queue.submissions_blind_to) are left out."""
     if (env_task is None) == (project_id is None):
         raise ValueError("audit_timeline needs a task or a project, not both")
     if env_task is not None:
@@ -147,6 +150,9 @@ def audit_timeline(*, env_task: EnvTask | None = None, project_id: int | None = 
     else:
         scope = {"events": Q(project_id=project_id), "rubrics": Q(env_task__project_id=project_id),
                  "documents": Q(document__world__project_id=project_id)}
+    if reader is not None:
+        blind = submissions_blind_to(user=reader)
+        scope["events"] &= ~Q(verb__in=[AuditVerb.REVIEWED, AuditVerb.CHECKLIST], submission_id__in=blind)
     return _timeline(**scope, verbs=verbs, actor_id=actor_id, since=since, until=until, newest_first=newest_first)
 
 

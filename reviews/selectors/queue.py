@@ -98,12 +98,24 @@ def reviews_for_task(*, user: User, env_task) -> QuerySet[Review]:
     ).select_related("submission", "reviewer").prefetch_related("answers").order_by("-created_at")
 
 
+# While a version is waiting or being reviewed, a reviewer who may still decide on it does
+# not see the others' decisions: reviewers decide independently, which is what makes their
+# agreement worth measuring.
+REVIEWABLE = (SubmissionStatus.QUEUED, SubmissionStatus.CLAIMED)
+
+
+def submissions_blind_to(*, user: User) -> QuerySet:
+    """The ids of the versions whose reviews the user may not read yet: waiting or being
+    reviewed in a project where the user reviews, not the user's own, not reviewed by them."""
+    return (Submission.objects.filter(status__in=REVIEWABLE, project_id__in=_reviewable_project_ids(user))
+            .exclude(submitted_by=user).exclude(reviews__reviewer=user).values("pk"))
+
+
 def reviews_visible_to(*, submission: Submission, user: User) -> tuple[list[Review], int]:
-    """The reviews of this version the user may read, and how many are hidden. Reviewers decide
-    independently: while a reviewer holds the claim and has not decided, the other reviewers'
-    decisions stay hidden (that is what makes their agreement worth measuring)."""
+    """The reviews of this version the user may read, and how many are hidden (see
+    submissions_blind_to): on the submission's page, in the task's Review tab and in its
+    audit trail alike, before a claim as while holding one."""
     reviews = list(submission.reviews.all())
-    holding = submission.status == SubmissionStatus.CLAIMED and submission.claimed_by_id == user.pk
-    if holding and not any(r.reviewer_id == user.pk for r in reviews):
+    if reviews and submissions_blind_to(user=user).filter(pk=submission.pk).exists():
         return [], len(reviews)
     return reviews, 0

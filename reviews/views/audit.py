@@ -59,7 +59,7 @@ def task_audit(request: HttpRequest, task_pk: int) -> HttpResponse:
     asked = _asked(request)
     env_task = env_task_get_for_user(user=request.user, pk=task_pk)  # 404 outside the task's project
     filters, error = _filters(env_task.project_id, asked)
-    rows = audit_timeline(env_task=env_task, **filters.as_kwargs())
+    rows = audit_timeline(env_task=env_task, reader=request.user, **filters.as_kwargs())
     context = {"env_task": env_task, "project": env_task.project,
                **_form(reverse("task-audit", args=[env_task.pk]), env_task.project_id, asked, error)}
     if not error:
@@ -81,7 +81,7 @@ def project_audit(request: HttpRequest, project_pk: int) -> HttpResponse:
         return response
     asked = _asked(request)
     filters, error = _filters(project_pk, asked)
-    rows = audit_timeline(project_id=project_pk, newest_first=True, **filters.as_kwargs())
+    rows = audit_timeline(project_id=project_pk, newest_first=True, reader=request.user, **filters.as_kwargs())
     context = {"project": project, **_form(reverse("project-audit", args=[project_pk]), project_pk, asked, error)}
     if not error:
         context.update(_page(request, rows, asked))

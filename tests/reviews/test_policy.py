@@ -251,10 +251,25 @@ def test_a_second_reviewer_does_not_see_the_first_decision_until_deciding(client
     first, second = two_reviewers
     submission = services.submission_create(env_task=env_task, user=team.author)
     decide(submission, first, "approve", comment="Looks right to me.")
-    services.submission_claim_next(user=second)
     client.force_login(second)
-    page = client.get(reverse("submission-review", args=[submission.pk])).content.decode()
-    assert "Looks right to me." not in page and "1 other reviewer has decided" in page
+    # Before claiming it (it is waiting for a second reviewer), as after: the submission's page,
+    # the task's Review tab and its audit trail all keep the first decision to themselves.
+    for claimed in (False, True):
+        if claimed:
+            services.submission_claim_next(user=second)
+        page = client.get(reverse("submission-review", args=[submission.pk])).content.decode()
+        assert "Looks right to me." not in page and "1 other reviewer has decided" in page
+        tab = client.get(reverse("task-reviews", args=[env_task.pk]), HTTP_HX_REQUEST="true").content.decode()
+        assert f"{first.username} (approve)" not in tab and "1 decided (shown once you have decided)" in tab
+        audit = client.get(reverse("task-audit", args=[env_task.pk])).content.decode()
+        assert "Looks right to me." not in audit and "Approve on version 1" not in audit, claimed
+    # The author sees it all; the second reviewer does once they have decided.
+    client.force_login(team.author)
+    assert f"{first.username} (approve)" in client.get(reverse("task-reviews", args=[env_task.pk]), HTTP_HX_REQUEST="true").content.decode()
+    decide(Submission.objects.get(pk=submission.pk), second, "approve", comment="Fine.")
+    client.force_login(second)
+    audit = client.get(reverse("task-audit", args=[env_task.pk])).content.decode()
+    assert "Looks right to me." in audit and "Approve on version 1" in audit
 
 
 # --- Checklist ------------------------------------------------------------------------------
