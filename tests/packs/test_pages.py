@@ -126,6 +126,7 @@ def test_pack_import_through_the_page_and_the_api_and_refusals(demo_pack, client
 
     page = client.post(reverse("pack-import", args=[target.pk]), {"file": SimpleUploadedFile("release.zip", data)})
     assert page.status_code == 200 and "1 task now in this project" in page.content.decode()
+    assert "on the world imported with it (each world of the pack once)" in page.content.decode()
     refused = client.post(reverse("pack-import", args=[target.pk]), {"file": SimpleUploadedFile("bad.zip", b"not a zip")})
     assert refused.status_code == 400 and "Nothing was imported" in refused.content.decode()
     api = APIClient()

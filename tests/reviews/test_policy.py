@@ -371,3 +371,11 @@ def test_reviewers_are_told_once_when_the_queue_reaches_the_threshold(team, worl
     assert sorted(n.recipient.username for n in notices) == sorted([team.reviewer.username, team.admin.username])
     assert {n.text for n in notices} == {"3 submissions are waiting for review in Corporate law — M&A."}
     assert not Notification.objects.filter(recipient=team.author).exists()
+
+
+def test_an_approved_task_says_what_read_only_means(client, team, env_task):
+    """It said "read-only until a reviewer sends it back", which no reviewer can do."""
+    type(env_task).objects.filter(pk=env_task.pk).update(status=EnvTaskStatus.APPROVED)
+    client.force_login(team.author)
+    page = client.get(reverse("task-editor", args=[env_task.pk])).content.decode()
+    assert "its approved version is what packs hold" in page and "until a reviewer sends it back" not in page

@@ -75,3 +75,11 @@ def test_someone_who_reviews_nothing_is_not_offered_the_review_queue(client, tea
     client.force_login(team.reviewer)
     assert 'id="nav-review-queue"' in client.get(reverse("dashboard")).content.decode()
     assert 'id="claim-next"' in client.get(reverse("review-queue")).content.decode()
+
+
+def test_an_authors_way_back_from_a_submission_is_the_task(client, team, env_task):
+    submission = submission_create(env_task=env_task, user=team.author)
+    client.force_login(team.author)
+    page = client.get(reverse("submission-review", args=[submission.pk])).content.decode()
+    crumbs = page.split("<h1>", 1)[0]
+    assert f'href="{reverse("task-editor", args=[env_task.pk])}?tab=review"' in crumbs and reverse("review-queue") not in crumbs
