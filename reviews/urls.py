@@ -37,4 +37,5 @@ urlpatterns = [
     path("projects/<int:project_pk>/audit/", audit.project_audit, name="project-audit"),
     path("notifications/", notifications.notification_list, name="notifications"),
     path("notifications/read/", notifications.notifications_read, name="notifications-read"),
+    path("notifications/<int:pk>/open/", notifications.notification_open, name="notification-open"),
 ]

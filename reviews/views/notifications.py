@@ -45,3 +45,13 @@ def notifications_read(request: HttpRequest) -> HttpResponse:
     response = render(request, f"{PAGE}#notification-list", _context(request, page_number))
     response["HX-Trigger"] = "notifications-changed"
     return response
+
+
+@require_GET
+def notification_open(request: HttpRequest, pk: int) -> HttpResponse:
+    """Follow a notice's link, marking it read on the way (as opening a mail does). Only a
+    path on this site is followed; the notice must be the user's (404 otherwise)."""
+    notice = notification_get_for_user(user=request.user, pk=pk)
+    notifications_mark_read(user=request.user, pk=notice.pk)
+    url = notice.url if notice.url.startswith("/") and not notice.url.startswith("//") else reverse("notifications")
+    return redirect(url)

@@ -142,3 +142,23 @@ def test_a_final_decision_emails_the_author_and_rings_the_bell(client, settings,
     client.force_login(team.author)
     page = text(client.get(reverse("notifications")))
     assert 'aria-label="Notifications, 1 unread"' in page and word in page
+
+
+def test_opening_a_notice_marks_it_read_and_follows_its_link(client, team):
+    """The bell stayed at its count after every notice was opened: opening now reads it."""
+    first, second = notices(team.author, 2)
+    Notification.objects.filter(pk=first.pk).update(url="/reviews/")
+    Notification.objects.filter(pk=second.pk).update(url="//elsewhere.example/")
+    client.force_login(team.author)
+    listing = text(client.get(reverse("notifications")))
+    assert f'href="{reverse("notification-open", args=[first.pk])}">Open</a>' in listing
+    opened = client.get(reverse("notification-open", args=[first.pk]))
+    assert (opened.status_code, opened["Location"]) == (302, "/reviews/")
+    first.refresh_from_db()
+    assert first.read_at is not None
+    # Only a path on this site is followed; another user's notice is not found.
+    assert client.get(reverse("notification-open", args=[second.pk]))["Location"] == reverse("notifications")
+    other = notices(team.reviewer, 1)[0]
+    assert client.get(reverse("notification-open", args=[other.pk])).status_code == 404
+    other.refresh_from_db()
+    assert other.read_at is None
