@@ -81,6 +81,8 @@ class Agreement:
         """Why kappa has no value here ('' when it has one)."""
         if not self.n:
             return "No shared answers yet."
+        if self.n == 1:  # (kappa would read 0.00 or 1.00 from a single answer: a figure, not a measurement)
+            return "One shared answer: too few to measure agreement."
         if self.both_pass == self.n or self.both_fail == self.n:
             # Both raters gave one and the same answer every time: chance alone explains it.
             return "Everyone gave the same answer every time: agreement beyond chance cannot be measured."

@@ -39,7 +39,7 @@ def _review_context(request: HttpRequest, submission: Submission, *, form=None, 
         "reviews": reviews,
         "hidden_reviews": hidden_reviews,
         "adjudication": getattr(submission, "adjudication", None),
-        "history": status_history(subject=submission),
+        "history": _history(submission),
         "evidence": submission_evidence(submission=submission, user=user),
         "previous": previous,
         "diff": submission_diff(previous=previous, current=submission) if previous else None,
@@ -50,6 +50,16 @@ def _review_context(request: HttpRequest, submission: Submission, *, form=None, 
 def submission_review(request: HttpRequest, pk: int) -> HttpResponse:
     submission = selectors.submission_get_for_user(user=request.user, pk=pk)
     return render(request, "reviews/submission_review.html", _review_context(request, submission))
+
+
+def _history(submission: Submission) -> list:
+    """The version's status changes, each status by its label (as its badge reads)."""
+    labels = dict(SubmissionStatus.choices)
+    history = list(status_history(subject=submission))
+    for change in history:
+        change.from_label = labels.get(change.from_status, change.from_status) if change.from_status else "Submitted"
+        change.to_label = labels.get(change.to_status, change.to_status)
+    return history
 
 
 @require_http_methods(["GET", "POST"])

@@ -83,3 +83,15 @@ def test_an_authors_way_back_from_a_submission_is_the_task(client, team, env_tas
     page = client.get(reverse("submission-review", args=[submission.pk])).content.decode()
     crumbs = page.split("<h1>", 1)[0]
     assert f'href="{reverse("task-editor", args=[env_task.pk])}?tab=review"' in crumbs and reverse("review-queue") not in crumbs
+
+
+def test_a_versions_history_reads_as_its_badges_do(client, team, env_task):
+    """It listed raw codes ("new → queued", "claimed → changes_requested")."""
+    from reviews.services import submission_claim_next
+
+    submission = submission_create(env_task=env_task, user=team.author)
+    submission_claim_next(user=team.reviewer)
+    client.force_login(team.reviewer)
+    page = client.get(reverse("submission-review", args=[submission.pk])).content.decode()
+    assert "Submitted → Waiting for a reviewer</li>" in page and "Waiting for a reviewer → Being reviewed</li>" in page
+    assert "→ queued" not in page and "→ claimed" not in page

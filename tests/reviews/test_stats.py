@@ -122,6 +122,9 @@ def test_agreement_when_kappa_is_undefined_or_degenerate():
     assert Agreement().kappa is None and Agreement().kappa_label == "—"
     assert Agreement(both_pass=6).kappa is None  # everyone passed everything
     assert Agreement(both_fail=3).kappa_label == "—"
+    # One pair that disagreed: kappa would be 0.00, read as "no better than chance" from one answer.
+    assert Agreement(first_only=1).kappa is None and Agreement(first_only=1).undefined_because.startswith("One shared answer")
+    assert Agreement(both_pass=1, first_only=1).kappa is not None
     # One rater always passes, the other never: no agreement at all, kappa 0 as scikit-learn says.
     assert Agreement(first_only=4).kappa == pytest.approx(_kappa([1] * 4, [0] * 4)) == 0
     assert Agreement(both_pass=3, both_fail=2).kappa == 1.0
