@@ -224,6 +224,7 @@ def test_a_disagreement_goes_to_an_admin_who_settles_it_with_both_reviews_in_vie
     assert 'id="adjudication-queue"' in queue and env_task.title in queue
     page = client.get(reverse("submission-review", args=[submission.pk])).content.decode()
     assert "Settle the disagreement" in page and "The rubric misses the escrow." in page
+    assert "The reviewers disagree: an admin decides." in page and "Needs 2 approvals" not in page
     assert page.count('class="review-entry"') == 2 and page.index("Settle the disagreement") > page.index("review-entry")
     assert client.post(reverse("submission-adjudicate", args=[submission.pk]), {"decision": "approve", "note": ""}).status_code == 422
     client.post(reverse("submission-adjudicate", args=[submission.pk]), {"decision": "approve", "note": "Escrow is out of scope."})
@@ -231,6 +232,8 @@ def test_a_disagreement_goes_to_an_admin_who_settles_it_with_both_reviews_in_vie
     env_task.refresh_from_db()
     assert submission.status == SubmissionStatus.APPROVED and env_task.status == EnvTaskStatus.APPROVED
     assert submission.adjudication.note == "Escrow is out of scope." and submission.adjudication.admin == team.admin
+    settled = client.get(reverse("submission-review", args=[submission.pk])).content.decode()
+    assert f"Settled by {team.admin.username} after the reviewers disagreed." in settled and "Needs 2 approvals" not in settled
     verbs = list(AuditEvent.objects.filter(submission=submission).values_list("verb", flat=True))
     assert verbs == ["submitted", "claimed", "checklist", "reviewed", "claimed", "checklist", "reviewed", "adjudication_needed",
                      "adjudicated", "approved"]
