@@ -37,7 +37,8 @@ class Pack(TimeStampedModel):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        constraints = [models.UniqueConstraint(fields=["project", "version"], name="unique_pack_version_per_project")]
+        # Versions count per pack name: "Bank only" v1, v2… beside "M&A starter" v1, v2…
+        constraints = [models.UniqueConstraint(fields=["project", "name", "version"], name="unique_pack_version_per_name")]
         indexes = [models.Index(fields=["project", "created_at", "id"], name="packs_pack_project_list")]
 
     def __str__(self) -> str:

@@ -75,10 +75,10 @@ def pack_create(*, project_id: int, user: User, name: str, submission_ids: list[
     if len({s.env_task_id for s in submissions}) != len(submissions):
         # Every format names a task by its id (APEX task_id, HealthBench prompt_id, Inspect sample id).
         raise ApplicationError("A pack holds one version of each task: untick the older versions.")
-    # The project's packs are numbered together: lock the project's row so two admins
+    # A pack name's versions are numbered in turn: lock the project's row so two admins
     # building at once get N+1 and N+2, not one IntegrityError.
     Project.objects.select_for_update().filter(pk=project_id).first()
-    version = (Pack.objects.filter(project_id=project_id).aggregate(v=Max("version"))["v"] or 0) + 1
+    version = (Pack.objects.filter(project_id=project_id, name=name).aggregate(v=Max("version"))["v"] or 0) + 1
     pack = Pack.objects.create(project_id=project_id, name=name, version=version, created_by=user, formats=formats)
     pack.submissions.set(submissions)
     transaction.on_commit(lambda: build_pack.delay(pack.pk))
@@ -95,9 +95,12 @@ def newest_approved_submission_ids(submissions) -> list[int]:
 
 
 def pack_build_again(*, pack: Pack, user: User) -> Pack:
-    """The next version of a pack: the same name and formats, with every task it held at
-    its newest approved version (tasks approved since are added on the Packs page)."""
+    """The next version of a pack: the same name and formats, with every task its newest
+    version held (built again from an older version's page too, so a task a later version
+    added is not dropped) at its newest approved version (tasks approved since are added on
+    the Packs page)."""
     require_role(membership_get(user=user, project_id=pack.project_id), "export")
+    pack = Pack.objects.filter(project_id=pack.project_id, name=pack.name).order_by("-version").first() or pack
     ids = newest_approved_submission_ids(Submission.objects.filter(env_task_id__in=pack.submissions.values("env_task_id")))
     if not ids:
         raise ApplicationError("None of this pack's tasks has an approved version any more: build a new pack on the Packs page.")

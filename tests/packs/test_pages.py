@@ -184,3 +184,21 @@ def test_the_measured_difficulty_comes_from_a_real_model_and_names_it(demo_pack,
     client.force_login(admin)
     detail = client.get(reverse("pack-detail", args=[pack.pk])).content.decode()
     assert "with fake-model" in detail and "Scripted sample model" not in detail
+
+
+def test_versions_count_per_pack_name_and_build_again_keeps_the_newest_task_set(demo_pack, client):
+    """"Bank only" read "version 4" and "the first built version of Bank only" at once (versions
+    were counted across the project); Build again from version 1 dropped the task version 2 had
+    added."""
+    project = demo_pack.project
+    admin, author, reviewer = (project.memberships.get(role=r).user for r in (Role.ADMIN, Role.AUTHOR, Role.REVIEWER))
+    other = approve(factories.env_task(demo_pack.env_task.world, author, title="Landlord consent"), author=author, reviewer=reviewer)
+    first = _built(project, admin, [demo_pack.submission.pk], formats=["taskwright"])
+    second = _built(project, admin, [demo_pack.submission.pk, other.pk], formats=["taskwright"])
+    bank = pack_create(project_id=project.pk, user=admin, name="Bank only", submission_ids=[other.pk], formats=["taskwright"])
+    assert (first.version, second.version, bank.version) == (1, 2, 1)
+    again = pack_build_again(pack=first, user=admin)
+    assert again.version == 3 and set(again.submissions.values_list("pk", flat=True)) == {demo_pack.submission.pk, other.pk}
+    client.force_login(admin)
+    page = client.get(reverse("pack-detail", args=[second.pk])).content.decode()
+    assert "Build again as version 4" in page
