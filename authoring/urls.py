@@ -41,6 +41,7 @@ urlpatterns = [
     path("documents/<int:pk>/original/", views.document_source_download, name="document-source-download"),
     path("document-versions/<int:pk>/restore/", views.document_version_restore, name="document-version-restore"),
     path("tasks/<int:pk>/", views.task_editor, name="task-editor"),
+    path("tasks/<int:pk>/new-version/", views.task_new_version, name="task-new-version"),
     path("tasks/<int:task_pk>/criteria/new/", views.criterion_add, name="criterion-add"),
     path("tasks/<int:task_pk>/input-files/upload/", views.task_input_files_upload, name="task-input-files-upload"),
     path("task-input-files/<int:pk>/download/", views.task_input_file_download, name="task-input-file-download"),

@@ -28,7 +28,9 @@ TRANSITIONS: dict[str, set[str]] = {
     EnvTaskStatus.CHANGES_REQUESTED: {EnvTaskStatus.IN_REVIEW, EnvTaskStatus.ARCHIVED},
     # back to draft: the author withdrew the version in review (reviews.services.submission_withdraw)
     EnvTaskStatus.IN_REVIEW: {EnvTaskStatus.APPROVED, EnvTaskStatus.CHANGES_REQUESTED, EnvTaskStatus.DRAFT},
-    EnvTaskStatus.APPROVED: {EnvTaskStatus.ARCHIVED},
+    # back to draft: the author starts a new version (env_task_start_new_version); the approved
+    # version stays approved, and it is what packs hold until the next one is approved
+    EnvTaskStatus.APPROVED: {EnvTaskStatus.ARCHIVED, EnvTaskStatus.DRAFT},
     EnvTaskStatus.ARCHIVED: {EnvTaskStatus.DRAFT},
 }
 
@@ -103,6 +105,18 @@ def env_task_set_status(*, env_task: EnvTask, actor, to_status: str, note: str =
         subject=env_task, project_id=env_task.project_id, actor=actor, from_status=from_status, to_status=to_status, note=note
     )
     return env_task
+
+
+@transaction.atomic
+def env_task_start_new_version(*, env_task: EnvTask, user: User) -> EnvTask:
+    """An approved task back to draft, so its author can change it and submit the next
+    version. Its approved version stays approved and frozen: packs keep holding it (Build
+    again picks the newest approved version) until the next one is approved."""
+    author_membership(user=user, project_id=env_task.project_id)
+    if env_task.status != EnvTaskStatus.APPROVED:
+        raise ApplicationError("Only an approved task starts a new version; this one can be edited as it is.")
+    return env_task_set_status(env_task=env_task, actor=user, to_status=EnvTaskStatus.DRAFT,
+                               note="Started a new version; the approved one stays in packs")
 
 
 # --- Rubric ---------------------------------------------------------------------------

@@ -1,3 +1,4 @@
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -316,6 +317,19 @@ def task_editor(request: HttpRequest, pk: int) -> HttpResponse:
     if criteria_saved:
         response["HX-Trigger"] = "rubric-settings-changed, criteria-changed"  # the rubric shows the saved criteria
     return response
+
+
+@require_POST
+def task_new_version(request: HttpRequest, pk: int) -> HttpResponse:
+    """An approved task back to draft for its next version (its approved one stays in packs)."""
+    env_task = selectors.env_task_get_for_user(user=request.user, pk=pk)
+    try:
+        services.env_task_start_new_version(env_task=env_task, user=request.user)
+    except ApplicationError as error:
+        return render_error(request, "authoring/task_editor.html", _task_context(request, env_task), error)
+    messages.success(request, "A new version is open for editing. The approved version stays what packs hold until this one is "
+                              "approved.")
+    return redirect("task-editor", pk=env_task.pk)
 
 
 def _rubric(request: HttpRequest, env_task: EnvTask, error: ApplicationError | None = None, **kept) -> HttpResponse:

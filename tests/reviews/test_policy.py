@@ -376,9 +376,36 @@ def test_reviewers_are_told_once_when_the_queue_reaches_the_threshold(team, worl
     assert not Notification.objects.filter(recipient=team.author).exists()
 
 
-def test_an_approved_task_says_what_read_only_means(client, team, env_task):
-    """It said "read-only until a reviewer sends it back", which no reviewer can do."""
-    type(env_task).objects.filter(pk=env_task.pk).update(status=EnvTaskStatus.APPROVED)
+def test_an_approved_task_starts_a_new_version_and_packs_keep_the_approved_one(client, team, other_team, env_task):
+    """It said "read-only until a reviewer sends it back", which no reviewer could do: an
+    approved task could never change. Its author now starts a new version; the approved one
+    stays approved, and what a pack of the task holds, until the next one is approved."""
+    from packs.services import newest_approved_submission_ids
+
+    approved = services.submission_create(env_task=env_task, user=team.author)
+    decide(approved, team.reviewer, "approve")
+    env_task.refresh_from_db()
+    assert env_task.status == EnvTaskStatus.APPROVED
     client.force_login(team.author)
     page = client.get(reverse("task-editor", args=[env_task.pk])).content.decode()
-    assert "its approved version is what packs hold" in page and "until a reviewer sends it back" not in page
+    assert "its approved version is what packs hold" in page and 'id="start-new-version"' in page
+    assert "until a reviewer sends it back" not in page
+    client.force_login(team.reviewer)  # only authors and admins start one; outsiders do not see the task
+    assert client.post(reverse("task-new-version", args=[env_task.pk])).status_code == 403
+    client.force_login(other_team.author)
+    assert client.post(reverse("task-new-version", args=[env_task.pk])).status_code == 404
+    env_task.refresh_from_db()
+    assert env_task.status == EnvTaskStatus.APPROVED
+    client.force_login(team.author)
+    response = client.post(reverse("task-new-version", args=[env_task.pk]), follow=True)
+    env_task.refresh_from_db()
+    assert env_task.status == EnvTaskStatus.DRAFT and "A new version is open for editing" in response.content.decode()
+    authoring_services.env_task_update(env_task=env_task, user=team.author, base_revision=env_task.revision, title=env_task.title,
+                                       prompt=env_task.prompt + " Cite the clause.", deliverable_kind=env_task.deliverable_kind,
+                                       reference_answer=env_task.reference_answer)
+    approved.refresh_from_db()
+    assert approved.status == SubmissionStatus.APPROVED
+    assert newest_approved_submission_ids(Submission.objects.filter(env_task=env_task)) == [approved.pk]
+    second = services.submission_create(env_task=env_task, user=team.author)
+    assert second.number == 2 and "Cite the clause." in second.snapshot["task"]["prompt"]
+    assert client.post(reverse("task-new-version", args=[env_task.pk])).status_code == 422  # in review: not approved
