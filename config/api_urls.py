@@ -36,6 +36,7 @@ urlpatterns = [
     path("documents/<str:pk>/", authoring_apis.DocumentDetailApi.as_view(), name="api-document"),
     path("tasks/", authoring_apis.EnvTaskListApi.as_view(), name="api-tasks"),
     path("tasks/<str:pk>/", authoring_apis.EnvTaskDetailApi.as_view(), name="api-task"),
+    path("tasks/<str:pk>/new-version/", authoring_apis.EnvTaskNewVersionApi.as_view(), name="api-task-new-version"),
     path("tasks/<str:pk>/rubric/", authoring_apis.RubricApi.as_view(), name="api-task-rubric"),
     path("tasks/<str:pk>/rubric/criteria/", authoring_apis.CriterionListApi.as_view(), name="api-task-criteria"),
     path("criteria/<str:pk>/", authoring_apis.CriterionDetailApi.as_view(), name="api-criterion"),

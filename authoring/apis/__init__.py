@@ -24,7 +24,14 @@ from authoring.apis.drafting import (
     WorldSuggestSkeletonApi,
 )
 from authoring.apis.task_files import TaskInputFileContentApi, TaskInputFileDetailApi, TaskInputFileListApi
-from authoring.apis.tasks import CriterionDetailApi, CriterionListApi, EnvTaskDetailApi, EnvTaskListApi, RubricApi
+from authoring.apis.tasks import (
+    CriterionDetailApi,
+    CriterionListApi,
+    EnvTaskDetailApi,
+    EnvTaskListApi,
+    EnvTaskNewVersionApi,
+    RubricApi,
+)
 from authoring.apis.usage import ModelCallListApi
 from authoring.apis.worlds import WorldConsistencyApi, WorldDetailApi, WorldListApi
 
@@ -42,6 +49,7 @@ __all__ = [
     "DraftRunDetailApi",
     "EnvTaskDetailApi",
     "EnvTaskListApi",
+    "EnvTaskNewVersionApi",
     "ModelCallListApi",
     "RubricApi",
     "SkeletonAcceptApi",

@@ -174,6 +174,20 @@ class EnvTaskDetailApi(ApiView):
         return Response(EnvTaskSerializer(env_task).data)
 
 
+@extend_schema(parameters=[ID_PARAMETER])
+class EnvTaskNewVersionApi(ApiView):
+    @extend_schema(
+        summary="Start a new version of an approved task",
+        description="The task goes back to draft, to be edited and submitted as its next version. Its approved version stays "
+        "approved: packs keep holding it until the next one is approved. Authors and admins; 400 unless the task is approved.",
+        request=None,
+        responses={200: EnvTaskSerializer, **ERRORS},
+    )
+    def post(self, request: Request, pk: int) -> Response:
+        env_task = selectors.env_task_get_for_user(user=request.user, pk=pk)
+        return Response(EnvTaskSerializer(services.env_task_start_new_version(env_task=env_task, user=request.user)).data)
+
+
 # --- Rubric ----------------------------------------------------------------------------
 
 @extend_schema(parameters=[ID_PARAMETER])

@@ -409,3 +409,21 @@ def test_an_approved_task_starts_a_new_version_and_packs_keep_the_approved_one(c
     second = services.submission_create(env_task=env_task, user=team.author)
     assert second.number == 2 and "Cite the clause." in second.snapshot["task"]["prompt"]
     assert client.post(reverse("task-new-version", args=[env_task.pk])).status_code == 422  # in review: not approved
+
+
+def test_the_api_starts_a_new_version_of_an_approved_task(team, env_task):
+    from rest_framework.authtoken.models import Token
+    from rest_framework.test import APIClient
+
+    def api(user) -> APIClient:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
+        return client
+
+    url = f"/api/tasks/{env_task.pk}/new-version/"
+    refused = api(team.author).post(url)
+    assert refused.status_code == 400 and "Only an approved task starts a new version" in refused.json()["detail"]
+    decide(services.submission_create(env_task=env_task, user=team.author), team.reviewer, "approve")
+    assert api(team.reviewer).post(url).status_code == 403
+    started = api(team.author).post(url)
+    assert started.status_code == 200 and started.json()["status"] == "draft"
