@@ -175,17 +175,14 @@ class WorldZipCache:
         """Render the world states that are not kept yet, all in one child process, and keep
         them; `on_rendered(done, total)` after each. A state that does not render is left
         out (get_or_render then says why). Returns how many were rendered."""
-        keys: list[str] = []
+        keys: list[str] = []  # of the states sent to render, in order
 
         def missing() -> Iterator[Mapping]:
             for world in worlds:
                 key = world_zip_key(world)
-                if key not in seen and not self.exists(f"{key}.zip"):
-                    seen.add(key)
+                if key not in keys and not self.exists(f"{key}.zip"):
                     keys.append(key)
                     yield world
-
-        seen: set[str] = set()
 
         kept = 0
         # (render_world_zips reads every world before its first answer: `keys` is complete by then)

@@ -15,6 +15,7 @@ from reviews.selectors.queue import (
     submission_list_for_user,
     submission_previous,
     submissions_blind_to,
+    with_visible_reviews,
 )
 
 __all__ = [
@@ -36,4 +37,5 @@ __all__ = [
     "submissions_blind_to",
     "submit_gates",
     "unexplained_probes",
+    "with_visible_reviews",
 ]

@@ -111,6 +111,16 @@ def submissions_blind_to(*, user: User) -> QuerySet:
             .exclude(submitted_by=user).exclude(reviews__reviewer=user).values("pk"))
 
 
+def with_visible_reviews(*, submissions: list[Submission], user: User) -> list[Submission]:
+    """The task's versions, each with `visible_reviews` and `hidden_reviews` (how many the
+    user may not read yet: submissions_blind_to), in one query for all of them."""
+    blind = set(submissions_blind_to(user=user).filter(pk__in=[s.pk for s in submissions]).values_list("pk", flat=True))
+    for submission in submissions:
+        reviews = list(submission.reviews.all())
+        submission.visible_reviews, submission.hidden_reviews = ([], len(reviews)) if submission.pk in blind else (reviews, 0)
+    return submissions
+
+
 def reviews_visible_to(*, submission: Submission, user: User) -> tuple[list[Review], int]:
     """The reviews of this version the user may read, and how many are hidden (see
     submissions_blind_to): on the submission's page, in the task's Review tab and in its

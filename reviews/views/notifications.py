@@ -6,6 +6,7 @@ from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from reviews.selectors.notifications import notification_get_for_user, notification_list_for_user
@@ -53,5 +54,5 @@ def notification_open(request: HttpRequest, pk: int) -> HttpResponse:
     path on this site is followed; the notice must be the user's (404 otherwise)."""
     notice = notification_get_for_user(user=request.user, pk=pk)
     notifications_mark_read(user=request.user, pk=notice.pk)
-    url = notice.url if notice.url.startswith("/") and not notice.url.startswith("//") else reverse("notifications")
-    return redirect(url)
+    local = notice.url.startswith("/") and url_has_allowed_host_and_scheme(notice.url, allowed_hosts={request.get_host()})
+    return redirect(notice.url if local else reverse("notifications"))

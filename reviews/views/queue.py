@@ -39,11 +39,10 @@ def _task_reviews_context(request: HttpRequest, env_task, *, note: str = "") -> 
     gates = selectors.submit_gates(env_task=env_task, rubric_version=rubric, policy=policy) if env_task.is_editable else []
     _, unexplained = selectors.unexplained_probes(env_task=env_task, rubric_version=rubric) if rubric and policy.gate_probes \
         else (None, [])
-    submissions = list(selectors.submission_list_for_user(user=request.user).filter(env_task=env_task).order_by("-number"))
-    blind = set(selectors.submissions_blind_to(user=request.user).filter(env_task=env_task).values_list("pk", flat=True))
-    for s in submissions:  # (a reviewer who may still decide on a version does not see the others' decisions)
-        s.hidden_reviews = len(s.reviews.all()) if s.pk in blind else 0
-        s.visible_reviews = [] if s.pk in blind else list(s.reviews.all())
+    submissions = selectors.with_visible_reviews(
+        submissions=list(selectors.submission_list_for_user(user=request.user).filter(env_task=env_task).order_by("-number")),
+        user=request.user,
+    )
     return {
         "env_task": env_task,
         "can_author": membership.can_author,
