@@ -10,8 +10,10 @@ VTIMEZONE for it, a recurring one with its RRULE and EXDATEs, attendees with PAR
 """
 
 import datetime as dt
+import itertools
 import zoneinfo
 
+import recurring_ical_events
 from icalendar import Calendar, Event, vCalAddress, vRecur, vText
 
 from .base import RenderError, WorldItem, stable_hex
@@ -19,6 +21,7 @@ from .headers import parse_event, parse_items, parse_kept, parse_when
 
 SENT_AHEAD = dt.timedelta(days=7)
 TIMEZONE_YEARS_AFTER = 10  # a VTIMEZONE covers the events' years and this many more (recurrences)
+FREQUENCIES = {"DAILY": "daily", "WEEKLY": "weekly", "MONTHLY": "monthly", "YEARLY": "yearly", "HOURLY": "hourly"}
 
 
 def event_uid(world_key: str, path: str) -> str:
@@ -122,3 +125,46 @@ def render_ics(events: list[WorldItem], *, world_key: str = "") -> bytes:
         if kept["tzid"]:
             zoned_years.append(when.year)
     return _with_timezones(cal, zoned_years).to_ical()
+
+
+def repeats_in_words(rrule: str) -> str:
+    """A recurrence rule in words where it is a common one ("weekly, 3 times"); else as written."""
+    parts = dict(part.partition("=")[::2] for part in rrule.upper().split(";") if "=" in part)
+    how = FREQUENCIES.get(parts.get("FREQ", ""))
+    if how is None or set(parts) - {"FREQ", "COUNT", "UNTIL", "INTERVAL"}:
+        return rrule
+    if parts.get("INTERVAL", "1") != "1":
+        how = f"every {parts['INTERVAL']} {how.removesuffix('ly').replace('dai', 'day')}s"
+    if parts.get("COUNT"):
+        how += f", {parts['COUNT']} times"
+    if parts.get("UNTIL"):
+        how += f", until {parts['UNTIL'][:8]}"
+    return how
+
+
+def _aware(when: dt.datetime | dt.date) -> dt.datetime:
+    """An occurrence's DTSTART / DTEND as an aware datetime (an all-day one's day: its midnight, UTC)."""
+    if not isinstance(when, dt.datetime):
+        return dt.datetime.combine(when, dt.time(), dt.UTC)
+    return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
+
+
+def occurrences(content: str, metadata: dict, *, since: dt.datetime | None, until: dt.datetime | None,
+                limit: int) -> list[tuple[dt.datetime, dt.datetime]] | None:
+    """(start, end) of each occurrence of a repeating event that overlaps since..until
+    (either open), in order, at most `limit`: its RRULE expanded in its own time zone
+    (TZID, so a weekly 09:00 stays 09:00 across a change to summer time), less its EXDATEs,
+    as recurring_ical_events reads the VEVENT the world's calendar.ics holds. None for a
+    one-off event or one whose fields cannot be read (world content is read leniently)."""
+    if not str(metadata.get("rrule") or "").strip():
+        return None
+    try:
+        cal = _calendar()
+        cal.add_component(_event(content, metadata, "occurrences@taskwright.local")[0])
+        query = recurring_ical_events.of(cal)
+        found = query.between(since or dt.datetime(1, 1, 2, tzinfo=dt.UTC), until) if until else query.after(since)
+        spans = ((_aware(o["DTSTART"].dt), _aware(o["DTEND"].dt)) for o in found)
+        return list(itertools.islice(((s, e) for s, e in spans if (since is None or e >= since) and (until is None or s <= until)),
+                                     limit))
+    except (RenderError, ValueError, TypeError, KeyError, OverflowError, recurring_ical_events.InvalidCalendar):
+        return None

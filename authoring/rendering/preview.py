@@ -14,6 +14,7 @@ from django.utils.safestring import SafeString, mark_safe
 from core.sanitize import clean_html, markdown_to_safe_html
 
 from .base import RenderError, require_kind_format
+from .events import repeats_in_words
 from .headers import format_address, format_addresses, parse_chat, parse_email, parse_event, parse_kept, parse_when
 from .markdown import plain_text
 from .sheets import col_letter, parse_sheets
@@ -128,24 +129,6 @@ def _chat(content: str, metadata: dict) -> str:
     s = parse_chat(content, metadata)
     return (f"<p><strong>{escape(s['from']['name'] or s['from']['email'])}</strong> in #{escape(s['channel'])} · "
             f"{escape(_when(s['date']))}</p>" + linebreaks(s["text"], autoescape=True))
-
-
-FREQUENCIES = {"DAILY": "daily", "WEEKLY": "weekly", "MONTHLY": "monthly", "YEARLY": "yearly", "HOURLY": "hourly"}
-
-
-def repeats_in_words(rrule: str) -> str:
-    """A recurrence rule in words where it is a common one ("weekly, 3 times"); else as written."""
-    parts = dict(part.partition("=")[::2] for part in rrule.upper().split(";") if "=" in part)
-    how = FREQUENCIES.get(parts.get("FREQ", ""))
-    if how is None or set(parts) - {"FREQ", "COUNT", "UNTIL", "INTERVAL"}:
-        return rrule
-    if parts.get("INTERVAL", "1") != "1":
-        how = f"every {parts['INTERVAL']} {how.removesuffix('ly').replace('dai', 'day')}s"
-    if parts.get("COUNT"):
-        how += f", {parts['COUNT']} times"
-    if parts.get("UNTIL"):
-        how += f", until {parts['UNTIL'][:8]}"
-    return how
 
 
 def _event(content: str, metadata: dict) -> str:

@@ -1,6 +1,8 @@
 """The replica apps on a world, through the client: each screen as a full page and as the
 htmx partial it swaps, showing what the agent's tools read, in the order people expect."""
 
+import datetime as dt
+
 import pytest
 from django.urls import reverse
 
@@ -204,4 +206,14 @@ def test_a_repeating_event_says_it_repeats_in_the_calendar(author_client, data_r
     Document.objects.filter(pk=call.pk).update(metadata={**call.metadata, "rrule": "FREQ=WEEKLY;COUNT=3"})
     page = Page(author_client.get(app_url("calendar", W, data_room.pk)))
     first = page.texts("replica-agenda-event")[0]
-    assert "Weekly diligence call" in first and "Repeats weekly, 3 times (shown on its first day)" in first
+    assert "Weekly diligence call" in first
+    assert "Repeats weekly, 3 times (listed here on its first day; the week view shows each occurrence)" in first
+    start = dt.date.fromisoformat(call.metadata["start"][:10])
+    for week in range(3):  # each occurrence in its own week, at the same time
+        monday = start - dt.timedelta(days=start.weekday()) + dt.timedelta(weeks=week)
+        week_page = Page(author_client.get(app_url("calendar", W, data_room.pk) + f"?view=week&week={monday.isoformat()}"))
+        cards = [text for text in week_page.texts("replica-event") if "Weekly diligence call" in text]
+        assert len(cards) == 1 and "Repeats weekly, 3 times" in cards[0], (week, cards)
+    after = start - dt.timedelta(days=start.weekday()) + dt.timedelta(weeks=3)
+    week_page = Page(author_client.get(app_url("calendar", W, data_room.pk) + f"?view=week&week={after.isoformat()}"))
+    assert not [text for text in week_page.texts("replica-event") if "Weekly diligence call" in text]

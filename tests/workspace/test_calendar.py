@@ -85,3 +85,53 @@ def test_all_day_events_take_days_and_keep_them_on_update(run, ws):
     assert "all_day" not in timed and timed["end"] == "2026-03-12T10:00:00+00:00"
     assert "is before the first" in run("create_event", {"subject": "x", "start": "2026-03-09", "end": "2026-03-08", "all_day": True},
                                         error=True)
+
+
+def _repeat(data_room, path, **metadata):
+    event = Document.objects.get(world=data_room, path=path)
+    Document.objects.filter(pk=event.pk).update(metadata={**event.metadata, **metadata})
+
+
+def test_a_repeating_event_is_listed_once_with_how_it_repeats(data_room, run):
+    _repeat(data_room, CALL, rrule="FREQ=WEEKLY;COUNT=4")
+    listed = run.json("list_events")
+    assert event_ids(listed) == [CALL, SIGNING]
+    assert listed["events"][0]["repeats"] == "weekly, 4 times" and "series_start" not in listed["events"][0]
+    assert run.json("read_event", {"id": CALL})["repeats"] == "weekly, 4 times"
+    assert run.json("search_events", {"query": "diligence"})["events"][0]["repeats"] == "weekly, 4 times"
+
+
+def test_a_date_range_lists_each_occurrence_of_a_repeating_event(data_room, run):
+    """An agent asking what is on 18 March is told about the weekly call that started on the
+    4th, at the occurrence's own time, and not about weeks after its last occurrence."""
+    _repeat(data_room, CALL, rrule="FREQ=WEEKLY;COUNT=4", exdate="2026-03-11T15:00:00+00:00")
+    on_18th = run.json("list_events", {"start": "2026-03-18", "end": "2026-03-18"})["events"]
+    assert [(e["id"], e["start"], e["end"], e["series_start"]) for e in on_18th] == [
+        (CALL, "2026-03-18T15:00:00+00:00", "2026-03-18T16:00:00+00:00", "2026-03-04T15:00:00+00:00")]
+    march = run.json("list_events", {"start": "2026-03-01", "end": "2026-03-31"})
+    assert [(e["id"], e["start"][:10]) for e in march["events"]] == [
+        (CALL, "2026-03-04"), (SIGNING, "2026-03-15"), (CALL, "2026-03-18"), (CALL, "2026-03-25")]  # the 11th is skipped (EXDATE)
+    assert event_ids(run.json("list_events", {"start": "2026-03-26"})) == []  # after the 4th and last
+    assert event_ids(run.json("list_events", {"end": "2026-03-10"})) == [CALL]
+    assert [e["start"][:10] for e in run.json("list_events", {"start": "2026-03-12", "attendee": "hannah"})["events"]] == [
+        "2026-03-18", "2026-03-25"]
+
+
+def test_occurrences_keep_their_local_time_across_summer_time(data_room, run):
+    _repeat(data_room, CALL, rrule="FREQ=WEEKLY", tzid="Europe/London", start="2026-03-25T09:00:00+00:00",
+            end="2026-03-25T10:00:00+00:00")
+    starts = [e["start"] for e in run.json("list_events", {"start": "2026-03-20", "end": "2026-04-02"})["events"]]
+    assert starts == ["2026-03-25T09:00:00+00:00", "2026-04-01T09:00:00+01:00"]  # 09:00 in London, before and after 29 March
+
+
+def test_an_endless_series_is_listed_in_part_and_says_so(data_room, run):
+    _repeat(data_room, CALL, rrule="FREQ=DAILY")
+    result = run.json("list_events", {"start": "2026-03-05", "limit": 5})
+    assert result["total"] == 201 and "first 200 occurrences" in result["note"]  # 200 of the call, and the signing
+    assert [e["start"][:10] for e in result["events"]] == ["2026-03-05", "2026-03-06", "2026-03-07", "2026-03-08", "2026-03-09"]
+
+
+def test_a_rule_that_cannot_be_read_lists_the_event_as_written(data_room, run):
+    _repeat(data_room, CALL, rrule="EVERY MONDAY")
+    assert event_ids(run.json("list_events", {"start": "2026-03-04", "end": "2026-03-04"})) == [CALL]
+    assert event_ids(run.json("list_events", {"start": "2026-03-05", "end": "2026-03-06"})) == []

@@ -10,7 +10,7 @@ from .base import ADDRESSES_ARG, LIMIT_ARG, OFFSET_ARG, ToolError, clip, fit, re
 from .common import DATE_HELP, check_when, date_bound, new_path, save
 from .files import not_found
 from .paths import check_path
-from .world import Event, Workspace
+from .world import MAX_OCCURRENCES, Event, Workspace
 
 MAX_DESCRIPTION = 8_000
 STORED_FIELD = re.compile(r"metadata '(\w+)'")
@@ -41,12 +41,18 @@ def summary(e: Event, *, full: bool = False) -> dict:
              "attendees": e.attendees, "description": clip(e.description, 10_000) if full else snippet(e.description, width=200)}
     if e.all_day:
         found["all_day"] = True  # the end is the midnight after the last day
+    if e.rrule:
+        found["repeats"] = e.repeats
+        if e.series_start:  # one occurrence: read_event and update_event take the whole series by its id
+            found["series_start"] = e.series_start
     return found
 
 
-def _page(events: list[Event], limit: int, offset: int) -> str:
+def _page(events: list[Event], limit: int, offset: int, note: str = "") -> str:
     page = events[offset : offset + limit]
     result = {"total": len(events), "offset": offset, "events": [summary(e) for e in page]}
+    if note:
+        result["note"] = note
     shown = len(page) - fit(result, "events")
     if offset + shown < len(events):
         result["next_offset"] = offset + shown
@@ -56,7 +62,8 @@ def _page(events: list[Event], limit: int, offset: int) -> str:
 @tool(
     "list_events",
     "List calendar events by start time, optionally only those overlapping a date range and/or with a given attendee. "
-    "Descriptions are shortened; read_event shows one in full.",
+    "A repeating event is listed once, with how it repeats; given a start or end, each of its occurrences in the range is "
+    "listed instead, with the series' own start. Descriptions are shortened; read_event shows one in full.",
     {
         "start": text_arg(f"Only events ending on or after this. {DATE_HELP}", max_length=40),
         "end": text_arg(f"Only events starting on or before this (a bare date includes that day). {DATE_HELP}", max_length=40),
@@ -69,13 +76,11 @@ def list_events(ws: Workspace, start: str = "", end: str = "", attendee: str = "
     since = date_bound(start, "start", end=False) if start.strip() else None
     until = date_bound(end, "end", end=True) if end.strip() else None
     who = attendee.strip().lower()
-    found = [
-        e for e in ws.events()
-        if (since is None or ((e.end or e.start) is not None and (e.end or e.start) >= since))
-        and (until is None or (e.start is not None and e.start <= until))
-        and (not who or any(who in a.lower() for a in e.attendees))
-    ]
-    return _page(found, limit, offset)
+    found, cut = ws.events_between(since, until) if since or until else (ws.events(), False)
+    found = [e for e in found if not who or any(who in a.lower() for a in e.attendees)]
+    note = (f"A repeating event is listed with its first {MAX_OCCURRENCES} occurrences in the range; give a later 'start' "
+            "to see the ones after.") if cut else ""
+    return _page(found, limit, offset, note)
 
 
 @tool(
@@ -150,7 +155,8 @@ def create_event(ws: Workspace, **fields) -> str:
 
 @tool(
     "update_event",
-    "Change a calendar event: give its id and only the fields to change (attendees, if given, replaces the whole list).",
+    "Change a calendar event: give its id and only the fields to change (attendees, if given, replaces the whole list). "
+    "A repeating event changes as a whole series: its start and end are those of its first occurrence.",
     {"id": ID_ARG, **FIELDS},
     required=("id",),
     writes=True,

@@ -9,15 +9,16 @@ services and are applied to the loaded state, so a later read needs no query.
 import datetime as dt
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from authoring.models import Document, DocumentKind, TaskInputFile, World
-from authoring.rendering.preview import repeats_in_words
+from authoring.rendering.events import occurrences, repeats_in_words
 from workspace.models import Overlay, OverlayAction, OverlayEntry
 
 SEPARATOR = re.compile(r'[,;](?=(?:[^"]*"[^"]*")*[^"]*$)')  # outside double quotes
 FAR_FUTURE = dt.datetime.max.replace(tzinfo=dt.UTC)
+MAX_OCCURRENCES = 200  # of one repeating event, listed in one range
 
 
 def parse_date(value: object) -> dt.datetime | None:
@@ -109,7 +110,15 @@ class Event:
     description: str
     change: str
     all_day: bool = False  # start and end are midnights: the first day and the day after the last
-    repeats: str = ""  # its recurrence rule in words ("weekly, 3 times"), "" for a one-off
+    rrule: str = ""  # its recurrence rule (RRULE), "" for a one-off
+    # An occurrence of a repeating event (Workspace.events_between): the series' own start,
+    # as written; its id is the series' id. "" for the series itself or a one-off.
+    series_start: str = ""
+
+    @property
+    def repeats(self) -> str:
+        """How it repeats, in words ("weekly, 3 times"); "" for a one-off."""
+        return repeats_in_words(self.rrule) if self.rrule else ""
 
 
 def _roots(parents: dict[str, str]) -> dict[str, str]:
@@ -334,7 +343,7 @@ class Workspace:
                       end=parse_date(i.metadata.get("end")), start_text=_text(i.metadata, "start"), end_text=_text(i.metadata, "end"),
                       location=_text(i.metadata, "location"), attendees=_list(i.metadata.get("attendees")),
                       description=i.content, change=i.change, all_day=_text(i.metadata, "all_day").lower() == "true",
-                      repeats=repeats_in_words(_text(i.metadata, "rrule")) if _text(i.metadata, "rrule") else "")
+                      rrule=_text(i.metadata, "rrule"))
                 for i in self._state[0].values() if i.kind == DocumentKind.EVENT
             ]
             self._views["events"] = sorted(events, key=lambda e: (e.start or FAR_FUTURE, e.id))
@@ -342,3 +351,23 @@ class Workspace:
 
     def event(self, id: str) -> Event | None:
         return next((e for e in self.events() if e.id == id), None)
+
+    def events_between(self, since: dt.datetime | None, until: dt.datetime | None, *,
+                       per_series: int = MAX_OCCURRENCES) -> tuple[list[Event], bool]:
+        """The events overlapping since..until (either open), by start time: a one-off event
+        once, a repeating one as each of its occurrences in the range (at most `per_series`
+        of each). Also whether a series had more occurrences in the range than were kept."""
+        found, cut = [], False
+        for event in self.events():
+            if event.rrule:
+                item = self._state[0][event.id]
+                spans = occurrences(item.content, item.metadata, since=since, until=until, limit=per_series + 1)
+                if spans is not None:  # (None: a rule it cannot read; the event is then listed as written)
+                    cut = cut or len(spans) > per_series
+                    found += [replace(event, start=start, end=end, start_text=start.isoformat(), end_text=end.isoformat(),
+                                      series_start=event.start_text) for start, end in spans[:per_series]]
+                    continue
+            if (since is None or ((event.end or event.start) is not None and (event.end or event.start) >= since)) and (
+                    until is None or (event.start is not None and event.start <= until)):
+                found.append(event)
+        return sorted(found, key=lambda e: (e.start or FAR_FUTURE, e.id)), cut

@@ -80,7 +80,11 @@ def calendar_screen(request: HttpRequest, s: Scope, params, *, status: int = 200
     except ValueError:
         week = _default_week(events)
     days = [week + dt.timedelta(days=n) for n in range(7)]
-    columns = [{"day": day, "cards": [c for c in cards if day in _days(c["event"])]} for day in days]
+    # A repeating event in each day it occurs on (read a day wider each side: a day is the
+    # event's own, in the offset it was written with).
+    around = [dt.datetime.combine(day, dt.time(), dt.UTC) for day in (week - dt.timedelta(days=1), week + dt.timedelta(days=8))]
+    in_week = [_card(e) for e in s.workspace.events_between(*around)[0]]
+    columns = [{"day": day, "cards": [c for c in in_week if day in _days(c["event"])]} for day in days]
     agenda: list[dict] = []
     for card in cards:
         day = card["event"].start.date() if card["event"].start else None
