@@ -88,6 +88,7 @@ ROUTES = [
     Route("criterion-delete", "criterion", "post", (("revision", "rev:rubric"),), "author"),
     Route("task-reviews", "task", "get"),
     Route("task-submit", "task2", "post", (), "author"),
+    Route("task-new-version", "approved_task", "post", (), "author"),
     Route("submission-review", "submission", "get"),
     Route("submission-decide", "submission", "post", (("decision", "approve"), ("checklist", "all-pass")), "review"),
     Route("submission-release", "submission", "post", (), "review"),
@@ -251,7 +252,7 @@ def _review(team, o: dict) -> None:
     resolved_comment = comment_services.comment_add(env_task=o["task"], user=team.reviewer, body="Fixed?", anchor="task")
     comment_services.comment_resolve(comment=resolved_comment, user=team.author)
     o.update(comment=comment, resolved_comment=resolved_comment)
-    o.update(submission=submission, pack=pack, approved=sub_approved, disputed=disputed, flagged_task=flagged_task,
+    o.update(submission=submission, pack=pack, approved=sub_approved, approved_task=approved, disputed=disputed, flagged_task=flagged_task,
              flagged_probe=flagged_probe, checklist_item=ChecklistItem.objects.filter(project=team.project).first())
 
 
@@ -320,7 +321,7 @@ GROUPS = {"base": _base, "review": _review, "drafting": _drafting, "transfer": _
           "probes": _probes}
 BUILT_BY = {
     **dict.fromkeys(("project", "world", "document", "task", "task2", "criterion"), "base"),
-    **dict.fromkeys(("submission", "pack", "approved", "disputed", "flagged_task", "flagged_probe", "checklist_item",
+    **dict.fromkeys(("submission", "pack", "approved", "approved_task", "disputed", "flagged_task", "flagged_probe", "checklist_item",
                       "comment", "resolved_comment"), "review"),
     **dict.fromkeys(("endpoint", "drafted", "version", "run", "job", "proposal", "uploaded"), "drafting"),
     "full_world": "transfer",

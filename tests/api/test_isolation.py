@@ -52,6 +52,7 @@ def _detail_requests(theirs: dict) -> list[tuple[str, str, int, dict | None]]:
         ("patch", "/api/criteria/{}/", t["criterion"].pk, {"revision": 1, "text": "Hijacked"}),
         ("delete", "/api/criteria/{}/", t["criterion"].pk, {"revision": 1}),
         ("post", "/api/tasks/{}/submit/", t["env_task"].pk, None),
+        ("post", "/api/tasks/{}/new-version/", t["approved"].env_task_id, None),
         ("get", "/api/submissions/{}/", t["submission"].pk, None),
         ("post", "/api/submissions/{}/release/", t["submission"].pk, None),
         ("post", "/api/submissions/{}/decision/", t["submission"].pk, {"decision": "approve"}),
@@ -90,6 +91,7 @@ def test_every_detail_endpoint_is_a_404_across_projects(team, theirs, api_for, r
     document.refresh_from_db()
     assert "Hijacked" not in (world.title, task.title, document.content)
     assert Submission.objects.get(pk=theirs["submission"].pk).status == "queued"
+    assert EnvTask.objects.get(pk=theirs["approved"].env_task_id).status == "approved"  # no new version opened
 
 
 @pytest.mark.parametrize("role", ["author", "reviewer", "admin"])
