@@ -299,7 +299,7 @@ def test_a_reworded_item_keeps_the_wording_an_answer_was_given_to(team, env_task
     assert submission.reviews.get().answers.first().item_text == "The world is realistic and consistent"
 
 
-def test_the_admin_settings_page_edits_the_policy_and_the_checklist(client, team):
+def test_the_admin_settings_page_edits_the_policy_and_the_checklist(client, team, env_task):
     url = reverse("review-settings", args=[team.project.pk])
     client.force_login(team.reviewer)
     assert client.get(url).status_code == 404  # admin-only pages are hidden, as the packs are
@@ -315,10 +315,19 @@ def test_the_admin_settings_page_edits_the_policy_and_the_checklist(client, team
     assert response.status_code == 302
     saved = ReviewPolicy.objects.get(project=team.project)
     assert (saved.approvals_required, saved.gate_graded_rollouts, saved.gate_probes) == (2, True, False)
+    page = client.get(response["Location"]).content.decode()
+    assert "Review policy saved. It applies to tasks submitted from now on." in page
+    assert "a change here applies to tasks submitted from now on" in page
+    fields = {"min_graded_rollouts": 8, "pass1_ceiling": 0.9, "passk_floor": 0.1, "queue_alert_threshold": 5}  # gates off
+    client.post(reverse("review-policy-update", args=[team.project.pk]), {"approvals_required": 2, **fields})
+    waiting = services.submission_create(env_task=env_task, user=team.author)  # submitted under 2 approvals
+    client.post(reverse("review-policy-update", args=[team.project.pk]), {"approvals_required": 1, **fields})
+    assert "the 1 submission already waiting keeps the number of approvals it was submitted with" in client.get(url).content.decode()
+    assert Submission.objects.get(pk=waiting.pk).approvals_required == 2
     bad = client.post(reverse("review-policy-update", args=[team.project.pk]), {
         "approvals_required": 9, "min_graded_rollouts": 8, "pass1_ceiling": 0.9, "passk_floor": 0.1, "queue_alert_threshold": 5})
     assert bad.status_code == 422 and "between 1 and 5" in bad.content.decode()
-    assert ReviewPolicy.objects.get(project=team.project).approvals_required == 2
+    assert ReviewPolicy.objects.get(project=team.project).approvals_required == 1  # as last saved
 
 
 # --- Withdraw, lapsed claims, stale decisions -----------------------------------------------------
