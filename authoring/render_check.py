@@ -88,14 +88,24 @@ def _world_problems(documents: list[Mapping]) -> dict[str, str]:
         items = [WorldItem(d["path"], d.get("content") or "", dict(d.get("metadata") or {})) for d in documents if d["kind"] == kind]
         if not items:
             continue
-        try:
-            render(items)
-        except ApplicationError as error:
-            path = next((i.path for i in items if error.message.startswith(f"{i.path}: ")), items[0].path)
-            problems[path] = error.message.removeprefix(f"{path}: ")
-        except Exception as error:
-            logger.exception("Rendering the world's %s failed", kind)
-            problems[items[0].path] = f"the {kind} items could not be put together ({type(error).__name__})"
+        # Cached like a document's verdict, under a digest of every item of the kind: a world's
+        # mail is one mbox, and putting 1,000 emails together takes seconds, on every load of
+        # an email's page otherwise.
+        body = json.dumps(sorted((i.path, i.content, i.metadata) for i in items), sort_keys=True, ensure_ascii=False, default=str)
+        key = f"render-check-world:{_renderer_digest()}:{kind}:{hashlib.sha256(body.encode()).hexdigest()}"
+        found = shared_cache.get(key)
+        if found is None:
+            found = {}
+            try:
+                render(items)
+            except ApplicationError as error:
+                path = next((i.path for i in items if error.message.startswith(f"{i.path}: ")), items[0].path)
+                found[path] = error.message.removeprefix(f"{path}: ")
+            except Exception as error:
+                logger.exception("Rendering the world's %s failed", kind)
+                found[items[0].path] = f"the {kind} items could not be put together ({type(error).__name__})"
+            shared_cache.set(key, found, CACHE_SECONDS)
+        problems.update(found)
     return problems
 
 

@@ -2,6 +2,7 @@
 to the Pitfall tag, and "make a criterion from this step" starts from the step's substance."""
 
 import re
+from uuid import uuid4
 
 import pytest
 from django.urls import reverse
@@ -204,3 +205,31 @@ def test_the_details_say_what_they_take_and_events_show_all_day_and_repeats(clie
     mail = services.document_create(world=world, user=team.author, path="Mail/01 Kickoff", kind="email", content="Hello.")
     page = client.get(reverse("document-editor", args=[mail.pk])).content.decode()
     assert 'placeholder="the path of the thread&#x27;s first message, e.g. Mail/01 Kickoff"' in page
+
+
+def test_the_world_wide_build_check_is_kept_until_an_item_of_its_kind_changes(client, team, world, monkeypatch):
+    """An email's page puts the world's whole mailbox together to find a broken thread; that
+    took seconds on a world of 1,000 emails at every load. It is kept under a digest of the
+    world's emails: loading the page again renders nothing, editing any email renders again."""
+    import authoring.rendering
+
+    # (the cache outlives a test: content of its own, so no earlier run's verdict is found)
+    first = services.document_create(world=world, user=team.author, path="Mail/01 Kickoff", kind="email", content=f"Start. {uuid4()}",
+                                     metadata={"from": "Ann <ann@acme.test>", "to": "Bo <bo@beta.test>", "subject": "Kickoff",
+                                               "date": "2025-03-15T09:00:00+00:00"})
+    reply = services.document_create(world=world, user=team.author, path="Mail/02 Re", kind="email", content="Agreed.",
+                                     metadata={"from": "Bo <bo@beta.test>", "to": "Ann <ann@acme.test>", "subject": "Re: Kickoff",
+                                               "date": "2025-03-16T10:00:00+00:00", "thread": "Mail/01 Kickoff",
+                                               "message_id": "<re@beta.test>"})
+    calls = []
+    real = authoring.rendering.render_mbox
+    monkeypatch.setattr(authoring.rendering, "render_mbox", lambda items, **kw: calls.append(len(items)) or real(items, **kw))
+    client.force_login(team.author)
+    for _ in range(3):
+        assert 'id="document-build-problem"' not in client.get(reverse("document-editor", args=[reply.pk])).content.decode()
+    assert calls == [2]
+    services.document_update(document=first, user=team.author, base_revision=first.revision, path=first.path, kind="email", format="",
+                             brief="", target_size=300, content=first.content, locked=False,
+                             metadata={**first.metadata, "message_id": "<re@beta.test>"})
+    pages = [client.get(reverse("document-editor", args=[d.pk])).content.decode() for d in (first, reply)]
+    assert calls == [2, 2] and any("a Message-ID names one email" in page for page in pages)
