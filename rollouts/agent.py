@@ -234,6 +234,7 @@ def _overlay(rollout: Rollout):
         user=batch.created_by,
         label=f"Rollout {rollout.index + 1} of batch {batch.pk}",
         purpose=OverlayPurpose.ROLLOUT,
+        env_task=batch.env_task,
     )
     if Rollout.objects.filter(pk=rollout.pk, overlay__isnull=True).update(overlay=overlay):
         rollout.overlay = overlay

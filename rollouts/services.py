@@ -67,7 +67,8 @@ def rollout_batch_start(
     overlays = [None] * values["n"]
     if mode == BatchMode.TOOLS:  # each rollout's own scratch overlay, made here rather than on the worker's hot path
         labels = [f"Rollout {i + 1} of batch {batch.pk}" for i in range(values["n"])]
-        overlays = overlays_create(world=env_task.world, user=user, labels=labels, purpose=OverlayPurpose.ROLLOUT)
+        overlays = overlays_create(world=env_task.world, user=user, labels=labels, purpose=OverlayPurpose.ROLLOUT,
+                                   env_task=env_task)
     rollouts = Rollout.objects.bulk_create(Rollout(batch=batch, index=i, overlay=overlay) for i, overlay in enumerate(overlays))
     ids = [r.pk for r in rollouts]
     transaction.on_commit(lambda: _enqueue(ids))

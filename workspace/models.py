@@ -20,6 +20,9 @@ class Overlay(models.Model):
     world = models.ForeignKey(World, on_delete=models.CASCADE, related_name="overlays")
     label = models.CharField(max_length=200, blank=True)
     purpose = models.CharField(max_length=16, choices=OverlayPurpose.choices, default=OverlayPurpose.SANDBOX)
+    # The task a trial run's overlay was made for: its input files are laid over the world in
+    # this overlay (the tools, the MCP server and the replica apps all read them, as the agent did).
+    env_task = models.ForeignKey("authoring.EnvTask", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     # Who the agent is when it sends mail, posts in chat or creates events.
     actor_name = models.CharField(max_length=200, default=DEFAULT_ACTOR_NAME)
     actor_email = models.CharField(max_length=254, default=DEFAULT_ACTOR_EMAIL)

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from accounts.models import User
 from authoring.extraction.common import Left
-from authoring.models import Document, DocumentFormat, DocumentKind, World
+from authoring.models import Document, DocumentFormat, DocumentKind, EnvTask, World
 from authoring.rendering.headers import EMAIL
 from authoring.services.common import author_membership
 from authoring.services.documents import MAX_CONTENT_CHARS, clean_document_fields, clean_path
@@ -52,27 +52,36 @@ def _clean_label(label: str) -> str:
 @transaction.atomic
 def overlay_create(
     *, world: World, user: User, label: str = "", purpose: str = OverlayPurpose.SANDBOX,
-    actor_name: str | None = None, actor_email: str | None = None,
+    actor_name: str | None = None, actor_email: str | None = None, env_task: EnvTask | None = None,
 ) -> Overlay:
     author_membership(user=user, project_id=world.project_id)
     _check_purpose(purpose)
+    _check_task(world, env_task)
     label = _clean_label(label)
     actor_name, actor_email = _clean_actor(actor_name, actor_email)
     return Overlay.objects.create(
-        world=world, label=label, purpose=purpose, actor_name=actor_name, actor_email=actor_email,
+        world=world, label=label, purpose=purpose, actor_name=actor_name, actor_email=actor_email, env_task=env_task,
         created_by=user if getattr(user, "is_authenticated", False) else None,
     )
 
 
 @transaction.atomic
-def overlays_create(*, world: World, user: User, labels: list[str], purpose: str) -> list[Overlay]:
+def overlays_create(*, world: World, user: User, labels: list[str], purpose: str, env_task: EnvTask | None = None) -> list[Overlay]:
     """One overlay per label, with the default actor, in one statement (a batch of trial
-    rollouts gets its overlays when it starts, not one by one on the workers)."""
+    rollouts gets its overlays when it starts, not one by one on the workers). `env_task`:
+    the task whose input files the overlays show over the world."""
     author_membership(user=user, project_id=world.project_id)
     _check_purpose(purpose)
+    _check_task(world, env_task)
     labels = [_clean_label(label) for label in labels]
     created_by = user if getattr(user, "is_authenticated", False) else None
-    return Overlay.objects.bulk_create(Overlay(world=world, label=label, purpose=purpose, created_by=created_by) for label in labels)
+    return Overlay.objects.bulk_create(Overlay(world=world, label=label, purpose=purpose, created_by=created_by, env_task=env_task)
+                                       for label in labels)
+
+
+def _check_task(world: World, env_task: EnvTask | None) -> None:
+    if env_task is not None and env_task.world_id != world.pk:
+        raise ApplicationError("That task is on another world.")
 
 
 @transaction.atomic

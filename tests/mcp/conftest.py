@@ -27,6 +27,7 @@ from rest_framework.authtoken.models import Token
 from accounts.models import User
 from authoring import services as authoring_services
 from authoring.models import World
+from authoring.services.task_files import task_input_file_add_bytes
 from tests.conftest import Team
 from tests.worker import database_url_for_subprocess
 from tests.workspace.conftest import build_data_room
@@ -43,23 +44,32 @@ CALL_TIMEOUT = 30  # seconds for any one MCP request
 class Room:
     team: Team
     world: World
-    overlay: Overlay
+    overlay: Overlay  # a sandbox: authors write into it
     other_team: Team
     other_world: World
     other_overlay: Overlay
+    trial_overlay: Overlay  # a trial run's, of a task with an input file: read-only, with the file
+    task_file: str  # the path of that input file
+
+
+TASK_FILE = "Inputs/Checklist.md"
 
 
 @pytest.fixture
 def room(transactional_db, team, other_team) -> Room:
-    """The data room with an overlay, and another project's world with its own overlay."""
+    """The data room with a sandbox and a trial run's overlay, and another project's world with its own overlay."""
     world = authoring_services.world_create(project_id=team.project.pk, user=team.author, title="Project Lighthouse")
     build_data_room(world, team.author)
     other_world = authoring_services.world_create(project_id=other_team.project.pk, user=other_team.author, title="Other deal")
     authoring_services.document_create(world=other_world, user=other_team.author, path="Secret/Other deal.md", content="Secret price: $99m")
+    task = authoring_services.env_task_create(world=world, user=team.author, title="Check the consents", prompt="Use the checklist.")
+    task_input_file_add_bytes(env_task=task, user=team.author, path=TASK_FILE, data=b"# Checklist\n\n- Landlord consent\n")
     return Room(
-        team=team, world=world, overlay=overlay_create(world=world, user=team.author, label="mcp trial", purpose="rollout"),
+        team=team, world=world, overlay=overlay_create(world=world, user=team.author, label="mcp sandbox", purpose="sandbox"),
         other_team=other_team, other_world=other_world,
         other_overlay=overlay_create(world=other_world, user=other_team.author, label="other trial"),
+        trial_overlay=overlay_create(world=world, user=team.author, label="Rollout 1", purpose="rollout", env_task=task),
+        task_file=TASK_FILE,
     )
 
 

@@ -122,6 +122,28 @@ def test_author_or_admin_writes_into_the_overlay_and_the_world_is_unchanged(room
     assert OverlayEntry.objects.count() == 1
 
 
+def test_a_trial_runs_overlay_shows_the_task_files_and_takes_no_writes(room, http):
+    """A trial run's overlay is evidence: over MCP it reads as the agent read it (the task's
+    input files over the world) and refuses writes, even an author's (they used to land in
+    the graded run's changes)."""
+    async def work(client):
+        return (await tool_names(client), await client.call_tool("list_files", {"recursive": True}),
+                await client.call_tool("read_file", {"path": room.task_file}),
+                await client.call_tool("post_message", {"channel": "deal-team", "text": "Planted"}))
+
+    names, listed, read, posted = in_session(http.transport(http.url("overlays", room.trial_overlay.pk), token_for(room.team.author)),
+                                             work)
+    assert names == READ_TOOLS
+    assert room.task_file in text_of(listed)
+    assert "Landlord consent" in text_of(read)
+    assert posted.is_error and "trial run's workspace, kept as the agent left it" in text_of(posted)
+    assert not OverlayEntry.objects.filter(overlay=room.trial_overlay).exists()
+    # The world itself, and a sandbox on it, do not hold the task's file.
+    for url in (http.url("worlds", room.world.pk), http.url("overlays", room.overlay.pk)):
+        assert room.task_file not in text_of(in_session(http.transport(url, token_for(room.team.author)),
+                                                        lambda c: c.call_tool("list_files", {"recursive": True})))
+
+
 def test_only_post_is_served_and_a_foreign_origin_is_refused(room, http):
     url = http.url("worlds", room.world.pk)
     auth = {"Authorization": f"Bearer {token_for(room.team.author)}"}

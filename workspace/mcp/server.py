@@ -18,13 +18,17 @@ from mcp.server import Server
 from mcp.server.stdio import stdio_server
 
 from authoring.models import World
-from workspace.models import Overlay
+from workspace.models import Overlay, OverlayPurpose
 from workspace.tools import ToolResult, ToolSpec, Workspace, execute, specs
 
 SERVER_NAME = "taskwright"
 WRITES_REFUSED = (
     "This MCP connection is read-only: your role in this project cannot edit content, so the overlay can be read "
     "but nothing can be written, sent or posted into it."
+)
+TRIAL_READ_ONLY = (
+    "This overlay is a trial run's workspace, kept as the agent left it: it can be read, but nothing can be written, sent "
+    "or posted into it. Open a sandbox on the world to try changes."
 )
 
 
@@ -43,7 +47,8 @@ def _instructions(world: World, overlay: Overlay | None, writable: bool) -> str:
     where = f"Taskwright world {world.pk}"
     if overlay is None:
         return f"Drive, Mail, Chat and Calendar of {where}, read-only."
-    access = "reads and writes; writes land in a scratch overlay and never change the authored world" if writable else "read-only"
+    access = ("reads and writes; writes land in a scratch overlay and never change the authored world" if writable else
+              "read-only: a trial run's workspace, kept as the agent left it" if overlay.purpose != OverlayPurpose.SANDBOX else "read-only")
     return f"Drive, Mail, Chat and Calendar of {where} through overlay {overlay.pk} ({access})."
 
 
@@ -58,15 +63,17 @@ def build_server(*, world: World, overlay: Overlay | None = None, allow_writes: 
     each request)."""
     if overlay is not None and overlay.world_id != world.pk:
         raise ValueError("The overlay belongs to another world.")
-    writable = overlay is not None and allow_writes
+    # A trial run's overlay is evidence (graded, compared, reviewed): only a sandbox takes writes.
+    is_trial = overlay is not None and overlay.purpose != OverlayPurpose.SANDBOX
+    writable = overlay is not None and allow_writes and not is_trial
     offered = specs(writable=writable)
     tools = [tool_definition(spec) for spec in offered]
     schemas = {spec.name: spec.parameters for spec in offered}
     write_tools = {spec.name for spec in specs(writable=True) if spec.writes}
 
     def run_tool(name: str, arguments: object) -> ToolResult:
-        if overlay is not None and not allow_writes and name in write_tools:
-            return ToolResult(WRITES_REFUSED, is_error=True)
+        if overlay is not None and not writable and name in write_tools:
+            return ToolResult(TRIAL_READ_ONLY if is_trial else WRITES_REFUSED, is_error=True)
         if on_call is not None:
             on_call()
         try:

@@ -190,7 +190,10 @@ class Workspace:
     @cached_property
     def _state(self) -> tuple[dict[str, Item], set[str], dict[str, Item]]:
         """(path → item, the paths the overlay deleted, path → the world's original item)."""
-        world_items = self._world_items if self._world_items is not None else world_items_of(self.world.pk)
+        if self._world_items is not None:
+            world_items = self._world_items
+        else:  # (a trial run's overlay shows its task's input files, as the agent read them)
+            world_items = world_items_of(self.world.pk, self.overlay.env_task_id if self.overlay is not None else None)
         items = dict(world_items)
         deleted: set[str] = set()
         if self.overlay is not None:
