@@ -41,6 +41,25 @@ def test_bad_arguments(run, arguments, expected):
     assert "x" * 600 not in text  # an oversized value is not echoed back
 
 
+@pytest.mark.parametrize(("name", "arguments"), [
+    ("read_file", {"path": "Deal/Notes.md", "page": 1.0}),
+    ("list_emails", {"limit": 2.0, "offset": 1.0}),
+    ("read_channel", {"channel": "deal-team", "limit": 3.0}),
+    ("read_chat_thread", {"id": "Chat/deal-team/2026-03-02 Ben", "offset": 1.0}),
+    ("list_events", {"limit": 1.0}),
+    ("search_events", {"query": "signing", "offset": 0.0}),
+])
+def test_a_whole_number_sent_as_a_float_is_taken_as_that_number(run, name, arguments):
+    """JSON Schema's integer admits 2.0, and models send it: it used to fail every paging tool
+    "unexpectedly" (a float in a slice), so retrying never helped."""
+    as_ints = {key: int(value) if isinstance(value, float) else value for key, value in arguments.items()}
+    assert run(name, arguments) == run(name, as_ints)
+
+
+def test_a_fraction_where_a_whole_number_is_asked_is_a_clear_error(run):
+    assert "page must be a whole number" in run("read_file", {"path": "Deal/Notes.md", "page": 1.5}, error=True)
+
+
 @pytest.mark.parametrize(("path", "expected"), [
     ("../Deal/Notes.md", "not a valid data-room path: no '..'"),
     ("Deal/../../etc/passwd", "not a valid data-room path: no '..'"),

@@ -97,7 +97,11 @@ def _arguments(name: str, arguments: object) -> dict:
     problem = _schema_problem(name, arguments)
     if problem:
         raise ToolError(problem)
-    return arguments
+    # JSON Schema's "integer" admits 2.0 (a number with no fraction), which models do send;
+    # the tools slice and count with it, so it is made the int it stands for.
+    properties = _tool(name).spec.parameters.get("properties", {})
+    return {key: int(value) if isinstance(value, float) and properties.get(key, {}).get("type") == "integer" else value
+            for key, value in arguments.items()}
 
 
 def execute(*, workspace: Workspace, name: str, arguments: object) -> ToolResult:
