@@ -103,9 +103,16 @@ def _touch(overlay: Overlay) -> None:
     Overlay.objects.filter(pk=overlay.pk).update(changed_at=overlay.changed_at)
 
 
+class PathTaken(ApplicationError):
+    """A new item's path was taken meanwhile (another call on the same overlay made it first)."""
+
+
 @transaction.atomic
-def overlay_entry_upsert(*, overlay: Overlay, path: str, kind: str, format: str, content: str, metadata: dict) -> OverlayEntry:
-    """Create or replace the overlay's state of `path` (the world's item, if any, is shadowed)."""
+def overlay_entry_upsert(*, overlay: Overlay, path: str, kind: str, format: str, content: str, metadata: dict,
+                         create_only: bool = False) -> OverlayEntry:
+    """Create or replace the overlay's state of `path` (the world's item, if any, is shadowed).
+    `create_only`: a new item, never a replacement: PathTaken if the overlay holds the path
+    (checked under the overlay's row lock, so of two concurrent calls the second sees the first's)."""
     path = clean_path(path)
     if kind not in DocumentKind.values or (kind == DocumentKind.FILE) != bool(format) or (format and format not in DocumentFormat.values):
         raise ApplicationError(f"Cannot store a {kind!r} item with format {format!r}.")
@@ -114,6 +121,8 @@ def overlay_entry_upsert(*, overlay: Overlay, path: str, kind: str, format: str,
     reject_unstorable(content, label="The content")
     reject_unstorable(metadata, label="The metadata")
     _check_room(overlay, path)
+    if create_only and OverlayEntry.objects.filter(overlay_id=overlay.pk, path=path).exists():
+        raise PathTaken(f"{path!r} was made meanwhile by another call.")
     _touch(overlay)
     entry, _ = OverlayEntry.objects.update_or_create(
         overlay=overlay, path=path,

@@ -1,6 +1,8 @@
 """Overlays: who may create and read them, writes that never touch the world, deletes,
 and the overlay's final state as a diff against the world."""
 
+import json
+
 import pytest
 from django.http import Http404
 
@@ -176,3 +178,28 @@ def test_the_migration_marks_existing_overlays_by_their_newest_entry(ws, data_ro
     backfill(apps, None)
     assert Overlay.objects.get(pk=ws.overlay.pk).changed_at == newest.updated_at
     assert Overlay.objects.get(pk=empty.pk).changed_at is None
+
+
+@pytest.mark.parametrize(("tool", "arguments"), [
+    ("send_email", {"to": ["ann@acme.test"], "subject": "Status", "body": "From call {n}."}),
+    ("post_message", {"channel": "deal-team", "text": "From call {n}."}),
+    ("create_event", {"subject": "Sync", "start": "2026-03-20T09:00:00+00:00", "end": "2026-03-20T09:30:00+00:00",
+                      "description": "From call {n}."}),
+])
+def test_two_calls_that_pick_the_same_new_path_both_keep_their_item(data_room, overlay, monkeypatch, tool, arguments):
+    """An MCP client's parallel calls each read the overlay before either wrote: both chose
+    the same path for their new email, message or event, and the second replaced the first
+    while both answered that they had sent it. Now the second takes the next free path."""
+    import workspace.tools.common as common
+
+    now = common.timezone.now()
+    monkeypatch.setattr(common.timezone, "now", lambda: now)  # both in the same second
+    first, second = Runner(Workspace(data_room, overlay)), Runner(Workspace(data_room, overlay))
+    first.workspace.paths(), second.workspace.paths()  # both loaded before either writes
+    answers = [runner(tool, {k: v.format(n=n) if isinstance(v, str) else v for k, v in arguments.items()})
+               for n, runner in ((1, first), (2, second))]
+    entries = dict(OverlayEntry.objects.filter(overlay=overlay).values_list("path", "content"))
+    assert sorted(entries.values()) == ["From call 1.", "From call 2."]
+    named = [answer.split("Email id: ")[1].split("\n")[0] if answer.startswith("Sent.") else
+             json.loads(answer).get("posted") or json.loads(answer)["created"]["id"] for answer in answers]
+    assert [entries[path] for path in named] == ["From call 1.", "From call 2."]  # each answer names its own item

@@ -7,7 +7,7 @@ import re
 from authoring.models import DocumentKind
 
 from .base import ADDRESSES_ARG, LIMIT_ARG, OFFSET_ARG, ToolError, clip, fit, require_writable, snippet, text_arg, to_json, tool
-from .common import DATE_HELP, check_when, date_bound, new_path, save
+from .common import DATE_HELP, check_when, date_bound, save, save_new
 from .files import not_found
 from .paths import check_path
 from .world import MAX_OCCURRENCES, Event, Workspace
@@ -123,7 +123,8 @@ def _whole_days(metadata: dict, fields: dict, base: dict) -> None:
     metadata["end"] = f"{(last + dt.timedelta(days=1)).isoformat()}T00:00:00+00:00"
 
 
-def _save_event(ws: Workspace, path: str, fields: dict, base: dict) -> dict:
+def _event_values(ws: Workspace, path: str | None, fields: dict, base: dict) -> tuple[str, dict]:
+    """(description, metadata) of the event at `path` (None: a new one) with `fields` changed."""
     metadata = dict(base)
     for key in ("subject", "start", "end", "location"):
         if key in fields:
@@ -134,9 +135,8 @@ def _save_event(ws: Workspace, path: str, fields: dict, base: dict) -> dict:
         _whole_days(metadata, fields, base)
     if "attendees" in fields:
         metadata["attendees"] = ", ".join(a.strip() for a in fields["attendees"] if a.strip())
-    content = fields.get("description", ws.get(path).content if ws.get(path) else "")
-    save(ws, path=path, kind=DocumentKind.EVENT, content=content, metadata=metadata)
-    return summary(ws.event(path), full=True)
+    content = fields.get("description", ws.get(path).content if path and ws.get(path) else "")
+    return content, metadata
 
 
 @tool(
@@ -149,8 +149,10 @@ def _save_event(ws: Workspace, path: str, fields: dict, base: dict) -> dict:
 def create_event(ws: Workspace, **fields) -> str:
     require_writable(ws)
     start = check_when(fields["start"], "start")
-    path = new_path(ws, "Calendar", start, fields["subject"])
-    return to_json({"created": _save_event(ws, path, fields, {})})
+    content, metadata = _event_values(ws, None, fields, {})
+    path = save_new(ws, folder="Calendar", when=start, title=fields["subject"], kind=DocumentKind.EVENT, content=content,
+                    metadata=metadata)
+    return to_json({"created": summary(ws.event(path), full=True)})
 
 
 @tool(
@@ -167,7 +169,9 @@ def update_event(ws: Workspace, id: str, **fields) -> str:
     if not fields:
         raise ToolError("Nothing to change: give at least one of subject, start, end, attendees, location, description, all_day.")
     try:
-        return to_json({"updated": _save_event(ws, event.id, fields, ws.get(event.id).metadata)})
+        content, metadata = _event_values(ws, event.id, fields, ws.get(event.id).metadata)
+        save(ws, path=event.id, kind=DocumentKind.EVENT, content=content, metadata=metadata)
+        return to_json({"updated": summary(ws.event(event.id), full=True)})
     except ToolError as exc:
         stored = STORED_FIELD.search(exc.message)
         if stored and stored.group(1) not in fields:

@@ -6,7 +6,7 @@ from django.utils.text import slugify
 from authoring.models import DocumentKind
 
 from .base import ToolError, clip, fit, int_arg, text_arg, to_json, tool
-from .common import actor, check_when, iso, new_path, save, stamp
+from .common import actor, check_when, iso, save_new, stamp
 from .files import not_found
 from .paths import check_path
 from .world import ChatMessage, Workspace
@@ -130,14 +130,9 @@ def search_chat(ws: Workspace, query: str, channel: str = "") -> str:
 def _post(ws: Workspace, *, channel: str, text: str, thread: str = "", after=None) -> str:
     sender = actor(ws)
     when = stamp(after)
-    path = new_path(ws, f"Chat/{slugify(channel)[:60] or 'channel'}", when, ws.overlay.actor_name)
-    save(
-        ws,
-        path=path,
-        kind=DocumentKind.CHAT,
-        content=text,
-        metadata={"channel": channel, "from": sender, "date": iso(when), "thread": thread},
-    )
+    metadata = {"channel": channel, "from": sender, "date": iso(when), "thread": thread}
+    path = save_new(ws, folder=f"Chat/{slugify(channel)[:60] or 'channel'}", when=when, title=ws.overlay.actor_name,
+                    kind=DocumentKind.CHAT, content=text, metadata=metadata)
     return to_json({"posted": path, "channel": channel, "date": iso(when), **({"reply_to": thread} if thread else {})})
 
 

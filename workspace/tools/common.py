@@ -9,7 +9,7 @@ from django.utils.text import slugify
 from authoring.rendering import parse_content
 from authoring.rendering.base import RenderError
 from authoring.rendering.headers import format_address
-from workspace.services import overlay_entry_upsert
+from workspace.services import PathTaken, overlay_entry_upsert
 
 from .base import ToolError, require_writable
 from .world import Workspace, parse_date
@@ -53,17 +53,17 @@ def actor(ws: Workspace) -> str:
     return format_address({"name": overlay.actor_name, "email": overlay.actor_email})
 
 
-def new_path(ws: Workspace, folder: str, when: dt.datetime, title: str) -> str:
+def new_path(ws: Workspace, folder: str, when: dt.datetime, title: str, *, taken: set[str] = frozenset()) -> str:
     """A fresh path such as 'Mail/Sent/2026-01-05T09-00-00Z quarterly-update', never one
-    the world or the overlay holds (a path the overlay deleted included)."""
+    the world or the overlay holds (a path the overlay deleted included), nor one of `taken`."""
     base = f"{folder}/{when.astimezone(dt.UTC):%Y-%m-%dT%H-%M-%SZ} {slugify(title)[:80] or 'untitled'}"
     path, n = base, 2
-    while ws.get(path) is not None or ws.world_item(path) is not None:
+    while path in taken or ws.get(path) is not None or ws.world_item(path) is not None:
         path, n = f"{base} {n}", n + 1
     return path
 
 
-def save(ws: Workspace, *, path: str, kind: str, content: str, metadata: dict) -> None:
+def save(ws: Workspace, *, path: str, kind: str, content: str, metadata: dict, create_only: bool = False) -> None:
     """Validate as the exporters will read it, then write to the overlay only."""
     overlay = require_writable(ws)
     metadata = {k: v for k, v in metadata.items() if v not in ("", None, [])}
@@ -71,4 +71,23 @@ def save(ws: Workspace, *, path: str, kind: str, content: str, metadata: dict) -
         parse_content(kind, "", content, metadata)
     except RenderError as exc:
         raise ToolError(exc.message) from None
-    ws.record(overlay_entry_upsert(overlay=overlay, path=path, kind=kind, format="", content=content, metadata=metadata))
+    ws.record(overlay_entry_upsert(overlay=overlay, path=path, kind=kind, format="", content=content, metadata=metadata,
+                                   create_only=create_only))
+
+
+NEW_PATH_TRIES = 20
+
+
+def save_new(ws: Workspace, *, folder: str, when: dt.datetime, title: str, kind: str, content: str, metadata: dict) -> str:
+    """Save a new item at a fresh path (new_path) and return the path. Two calls on one
+    overlay at once (an MCP client's parallel tool calls) may pick the same path from what
+    each had read: the second then takes the next free one, and neither replaces the other."""
+    taken: set[str] = set()
+    for _ in range(NEW_PATH_TRIES):
+        path = new_path(ws, folder, when, title, taken=taken)
+        try:
+            save(ws, path=path, kind=kind, content=content, metadata=metadata, create_only=True)
+            return path
+        except PathTaken:
+            taken.add(path)
+    raise ToolError("Too many items are being made at this moment at the same path; nothing was saved. Try again.")

@@ -8,7 +8,7 @@ from authoring.models import DocumentKind
 from authoring.rendering.headers import format_address
 
 from .base import ADDRESSES_ARG, LIMIT_ARG, OFFSET_ARG, PAGE_ARG, ToolError, fit, paged, snippet, text_arg, to_json, tool
-from .common import DATE_HELP, actor, date_bound, iso, new_path, save, stamp
+from .common import DATE_HELP, actor, date_bound, iso, save_new, stamp
 from .files import not_found
 from .paths import check_path
 from .world import Email, Workspace
@@ -149,10 +149,9 @@ def _send(ws: Workspace, *, to: str, cc: str, subject: str, body: str, attachmen
         if ws.get(path, DocumentKind.FILE) is None:
             raise ToolError(f"Attachment {path!r} is not a file in the data room; attach files by their path, as list_files shows it.")
     when = stamp(after)
-    path = new_path(ws, "Mail/Sent", when, subject)
     metadata = {"from": sender, "to": to, "cc": cc, "date": iso(when), "subject": subject, "thread": thread,
                 "attachments": ", ".join(attachments)}
-    save(ws, path=path, kind=DocumentKind.EMAIL, content=body, metadata=metadata)
+    path = save_new(ws, folder="Mail/Sent", when=when, title=subject, kind=DocumentKind.EMAIL, content=body, metadata=metadata)
     return f"Sent. Email id: {path}\nFrom: {sender}\nTo: {to}" + (f"\nCc: {cc}" if cc else "") + f"\nDate: {iso(when)}\nSubject: {subject}"
 
 
