@@ -207,7 +207,7 @@ def test_the_panel_says_so_when_nothing_disagrees(client, seed):
     world = seed()
     client.force_login(world.project.memberships.get(role="author").user)
     fragment = client.get(reverse("world-consistency", args=[world.pk]), **HX).content.decode()
-    assert "No contradictions found between the documents and the facts sheet." in fragment
+    assert "No contradictions found between the documents and the facts sheet, in the facts listed under" in fragment
     assert "<mark>" not in fragment and "What was checked" in fragment and "USD 48,000,000" in fragment
 
 

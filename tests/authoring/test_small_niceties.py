@@ -188,7 +188,21 @@ def test_the_consistency_check_says_why_a_fact_was_not_checked(client, team, wor
     fragment = client.get(reverse("world-consistency", args=[world.pk]), HTTP_HX_REQUEST="true").content.decode()
     line = re.search(r'id="consistency-unchecked">(.*?)</p>', fragment, re.S).group(1)
     assert "<strong>Escrow</strong>\n      (its name asks for an amount, and its value holds none)" in line
-    assert "<strong>Code name</strong>\n      (no party, amount, date, percentage, period or governing law in its value)" in line
+    assert "<strong>Code name</strong>\n      (not a kind of fact the check reads: amounts, dates, percentages, periods, the governing law, " \
+           "and the parties of a deal by their roles (buyer, sellers, target))" in line
+
+
+def test_the_consistency_check_never_says_all_clear_when_it_compared_nothing(client, team, world):
+    """A lease world whose documents state a rent of USD 69,000 against the sheet's 96,000 in
+    words the check does not read: it said "No contradictions found" in green, and a lawyer
+    read the world as clean. It now says nothing was compared."""
+    type(world).objects.filter(pk=world.pk).update(facts=[{"key": "Annual rent", "value": "USD 96,000"}])
+    services.document_create(world=world, user=team.author, path="Notice.md", content="The rent under the lease is USD 69,000 a year.")
+    client.force_login(team.author)
+    fragment = client.get(reverse("world-consistency", args=[world.pk]), HTTP_HX_REQUEST="true").content.decode()
+    assert "No contradictions found" not in fragment
+    warning = re.search(r'id="consistency-nothing-compared">(.*?)</div>', fragment, re.S).group(1)
+    assert warning.startswith("Nothing was compared: none of these facts was found stated in the documents")
 
 
 def test_the_details_say_what_they_take_and_events_show_all_day_and_repeats(client, team, world):
