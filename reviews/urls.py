@@ -16,6 +16,7 @@ urlpatterns = [
     path("reviews/claim-next/", queue.claim_next, name="review-claim-next"),
     path("reviews/stats/", stats.review_stats, name="review-stats"),
     path("submissions/<int:pk>/", submission.submission_review, name="submission-review"),
+    path("submissions/<int:pk>/input-files/<int:number>/", submission.submission_input_file, name="submission-input-file"),
     path("submissions/<int:pk>/decide/", submission.submission_decide, name="submission-decide"),
     path("submissions/<int:pk>/release/", submission.submission_release, name="submission-release"),
     path("submissions/<int:pk>/adjudicate/", submission.submission_adjudicate, name="submission-adjudicate"),

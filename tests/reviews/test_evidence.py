@@ -361,3 +361,27 @@ def test_the_partial_renders_on_its_own(team, env_task):
     html = render_to_string("reviews/_evidence.html", {"evidence": submission_evidence(submission=submission, user=team.reviewer),
                                                        "diff": None})
     assert 'id="evidence-world"' in html and "Deal/Doc 1.md" in html
+
+
+def test_the_reviewer_reads_and_downloads_each_input_file_of_the_version(reviewer_client, client, other_team, team, env_task,
+                                                                         settings, tmp_path):
+    """The prompt relies on a checklist the author attached: the reviewer saw it nowhere. The
+    version's files are listed with what the agent reads in them and download as submitted
+    (by the sha256 the version froze)."""
+    import re
+
+    from authoring.services.task_files import task_input_file_add_bytes
+
+    settings.MEDIA_ROOT = tmp_path / "media"
+    task_input_file_add_bytes(env_task=env_task, user=team.author, path="Inputs/checklist.md", data=b"# Checklist\n\n- Landlord consent\n")
+    submission = services.submission_create(env_task=env_task, user=team.author)
+    page = reviewer_client.get(reverse("submission-review", args=[submission.pk])).content.decode()
+    listed = re.search(r'<ul id="submitted-input-files">(.*?)</ul>', page, re.S).group(1)
+    url = reverse("submission-input-file", args=[submission.pk, 1])
+    assert f'href="{url}">Inputs/checklist.md</a>' in listed and "Landlord consent" in listed
+    download = reviewer_client.get(url)
+    assert download.status_code == 200 and download.content == b"# Checklist\n\n- Landlord consent\n"
+    assert 'filename="checklist.md"' in download["Content-Disposition"]
+    assert reviewer_client.get(reverse("submission-input-file", args=[submission.pk, 2])).status_code == 404
+    client.force_login(other_team.admin)
+    assert client.get(url).status_code == 404  # another project's member learns nothing
