@@ -188,8 +188,8 @@ def test_the_consistency_check_says_why_a_fact_was_not_checked(client, team, wor
     fragment = client.get(reverse("world-consistency", args=[world.pk]), HTTP_HX_REQUEST="true").content.decode()
     line = re.search(r'id="consistency-unchecked">(.*?)</p>', fragment, re.S).group(1)
     assert "<strong>Escrow</strong>\n      (its name asks for an amount, and its value holds none)" in line
-    assert "<strong>Code name</strong>\n      (not a kind of fact the check reads: amounts, dates, percentages, periods, the governing law, " \
-           "and the parties of a deal by their roles (buyer, sellers, target))" in line
+    assert ("<strong>Code name</strong>\n      (not a kind of fact the check reads: amounts, dates, percentages, periods, "
+            "the governing law, and the parties of a deal by their roles (buyer, sellers, target))") in line
 
 
 def test_the_consistency_check_never_says_all_clear_when_it_compared_nothing(client, team, world):
