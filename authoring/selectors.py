@@ -1,7 +1,7 @@
 """Reads with access rules: every world, document, task and rubric is reached through
 its project's membership. An object of a project the user is not in is a 404."""
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, Max, Q, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 
@@ -123,6 +123,12 @@ def env_task_counts_for_user(*, user: User) -> dict[str, int]:
         **{status: Count("id", filter=Q(status=status)) for status in EnvTaskStatus.values}
     )
     return counts
+
+
+def approved_version_number(*, env_task: EnvTask) -> int | None:
+    """The number of the task's newest approved version (what packs hold), None if none is.
+    (Read through the reviews app's reverse relation: a submission approved is "approved".)"""
+    return env_task.submissions.filter(status="approved").aggregate(number=Max("number"))["number"]
 
 
 def rubric_version_current(*, env_task: EnvTask) -> RubricVersion | None:

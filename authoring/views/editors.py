@@ -285,6 +285,7 @@ def _task_context(request: HttpRequest, env_task: EnvTask, form=None, **extra) -
         "criterion_form": CriterionForm(auto_id="new-criterion-%s"),
         "tabs": TASK_TABS,
         "tab": _task_tab(request),
+        "approved_version": selectors.approved_version_number(env_task=env_task) if env_task.status != "approved" else None,
         **selectors.rubric_summary(rubric_version=rubric),
         **input_files_context(request, env_task),
         **extra,

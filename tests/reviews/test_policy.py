@@ -398,6 +398,7 @@ def test_an_approved_task_starts_a_new_version_and_packs_keep_the_approved_one(c
     client.force_login(team.author)
     page = client.get(reverse("task-editor", args=[env_task.pk])).content.decode()
     assert "its approved version is what packs hold" in page and 'id="start-new-version"' in page
+    assert 'id="task-approved-version"' not in page  # approved itself: its status badge says so
     assert "until a reviewer sends it back" not in page
     client.force_login(team.reviewer)  # only authors and admins start one; outsiders do not see the task
     assert client.post(reverse("task-new-version", args=[env_task.pk])).status_code == 403
@@ -409,6 +410,10 @@ def test_an_approved_task_starts_a_new_version_and_packs_keep_the_approved_one(c
     response = client.post(reverse("task-new-version", args=[env_task.pk]), follow=True)
     env_task.refresh_from_db()
     assert env_task.status == EnvTaskStatus.DRAFT and "A new version is open for editing" in response.content.decode()
+    # The header says the approved version still stands (it read "Draft" alone, as if nothing were approved).
+    assert '<span class="badge draft" id="task-status">Draft</span>' in response.content.decode()
+    assert 'id="task-approved-version" title="Packs hold the approved version until a newer one is approved">v1 approved, in packs' \
+        in response.content.decode()
     authoring_services.env_task_update(env_task=env_task, user=team.author, base_revision=env_task.revision, title=env_task.title,
                                        prompt=env_task.prompt + " Cite the clause.", deliverable_kind=env_task.deliverable_kind,
                                        reference_answer=env_task.reference_answer)
