@@ -89,6 +89,10 @@ def read_pack(source: BinaryIO) -> tuple[ImportedPack, zipfile.ZipFile]:
             f"it is a Taskwright pack of format version {manifest.get('format_version')}; this Taskwright reads version {FORMAT_VERSION}."
         )
     if "taskwright" not in (manifest.get("formats") or []):
+        whole = manifest.get("subset_of") if isinstance(manifest.get("subset_of"), dict) else None
+        if whole is not None and "taskwright" in (whole.get("formats") or []):
+            raise _refuse(f"it is the download of one format ({', '.join(manifest.get('formats') or [])}) of a pack; an import reads "
+                          "Taskwright's own format: download the whole pack, or its \"Taskwright's own format\" part, and import that.")
         raise _refuse("the pack was built without Taskwright's own format, which is what an import reads; build it again with that format.")
     listed = {f.get("path"): f for f in manifest.get("files") or [] if isinstance(f, dict)}
     missing = sorted(p for p in listed if p not in names)

@@ -173,3 +173,20 @@ def test_the_taskwright_format_downloaded_on_its_own_imports(demo_pack, client):
     empty = factories.project("From one format")
     [task] = pack_import(project_id=empty.pk, user=factories.member(empty, Role.ADMIN), uploaded_file=upload(data, "taskwright.zip"))
     assert task.title == demo_pack.env_task.title and task.rubric_versions.get().criteria.count() == 6
+
+
+def test_another_format_downloaded_on_its_own_is_refused_with_the_right_advice(demo_pack, client):
+    """Importing the APEX part of a pack that has our format said "the pack was built without
+    Taskwright's own format… build it again": it was built with it. The refusal now says to
+    import the whole pack or its own-format part."""
+    from django.urls import reverse
+
+    admin = demo_pack.project.memberships.get(role=Role.ADMIN).user
+    pack, _ = build(demo_pack.project, admin, [demo_pack.submission.pk], formats=("apex", "taskwright"))
+    client.force_login(admin)
+    data = b"".join(client.get(reverse("pack-download-format", args=[pack.pk, "apex"])).streaming_content)
+    empty = factories.project("From the APEX part")
+    with pytest.raises(ApplicationError) as refused:
+        pack_import(project_id=empty.pk, user=factories.member(empty, Role.ADMIN), uploaded_file=upload(data, "apex.zip"))
+    assert "it is the download of one format (apex) of a pack" in refused.value.message
+    assert "build it again" not in refused.value.message and not empty.worlds.exists()
