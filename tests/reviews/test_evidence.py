@@ -385,3 +385,17 @@ def test_the_reviewer_reads_and_downloads_each_input_file_of_the_version(reviewe
     assert reviewer_client.get(reverse("submission-input-file", args=[submission.pk, 2])).status_code == 404
     client.force_login(other_team.admin)
     assert client.get(url).status_code == 404  # another project's member learns nothing
+
+
+@pytest.mark.parametrize("scripted", [False, True])
+def test_a_scripted_batchs_band_is_not_called_the_tasks_difficulty(reviewer_client, team, env_task, scripted):
+    """A scripted sample model's batch put a headline "Too hard" on the review evidence and the
+    quality pages, read as the task's difficulty."""
+    batch = graded_batch(env_task, [0.0, 0.0, 0.0, 0.2])
+    RolloutBatch.objects.filter(pk=batch.pk).update(endpoint_scripted=scripted)
+    submission = services.submission_create(env_task=env_task, user=team.author)
+    pages = [reviewer_client.get(reverse("submission-review", args=[submission.pk])).content.decode(),
+             reviewer_client.get(reverse("batch-quality", args=[batch.pk])).content.decode()]
+    said = [("of the scripted sample model" in page and "not the task" in page) for page in pages]
+    assert said == [scripted, scripted]
+    assert 'id="evidence-band">Too hard</span>' in pages[0]
