@@ -164,7 +164,8 @@ def occurrences(content: str, metadata: dict, *, since: dt.datetime | None, unti
         query = recurring_ical_events.of(cal)
         found = query.between(since or dt.datetime(1, 1, 2, tzinfo=dt.UTC), until) if until else query.after(since)
         spans = ((_aware(o["DTSTART"].dt), _aware(o["DTEND"].dt)) for o in found)
-        return list(itertools.islice(((s, e) for s, e in spans if (since is None or e >= since) and (until is None or s <= until)),
+        return list(itertools.islice(((s, e) for s, e in spans
+                                      if (since is None or (e > since if e > s else s >= since)) and (until is None or s <= until)),
                                      limit))
     except (RenderError, ValueError, TypeError, KeyError, OverflowError, recurring_ical_events.InvalidCalendar):
         return None

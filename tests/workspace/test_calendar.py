@@ -77,9 +77,17 @@ def test_update_event_shadows_the_world_event(run, ws, data_room):
 
 def test_all_day_events_take_days_and_keep_them_on_update(run, ws):
     created = run.json("create_event", {"subject": "Offsite", "start": "2026-03-09", "end": "2026-03-10", "all_day": True})["created"]
-    assert (created["start"], created["end"], created["all_day"]) == ("2026-03-09T00:00:00+00:00", "2026-03-11T00:00:00+00:00", True)
+    # Shown as the days it takes, the last one included, as given (it is stored as iCalendar has it:
+    # to the midnight after the last day, which read as a third day)
+    assert (created["start"], created["end"], created["all_day"]) == ("2026-03-09", "2026-03-10", True)
+    entry = OverlayEntry.objects.get(overlay=ws.overlay, path=created["id"])
+    assert (entry.metadata["start"], entry.metadata["end"]) == ("2026-03-09T00:00:00+00:00", "2026-03-11T00:00:00+00:00")
+    assert run.json("read_event", {"id": created["id"]})["end"] == "2026-03-10"
+    on = [(day, [e["id"] for e in run.json("list_events", {"start": day, "end": day})["events"]]) for day in
+          ("2026-03-08", "2026-03-09", "2026-03-10", "2026-03-11")]
+    assert on == [("2026-03-08", []), ("2026-03-09", [created["id"]]), ("2026-03-10", [created["id"]]), ("2026-03-11", [])]
     moved = run.json("update_event", {"id": created["id"], "start": "2026-03-10"})["updated"]  # its last day stays the 10th
-    assert (moved["start"], moved["end"]) == ("2026-03-10T00:00:00+00:00", "2026-03-11T00:00:00+00:00")
+    assert (moved["start"], moved["end"]) == ("2026-03-10", "2026-03-10")
     timed = run.json("update_event", {"id": created["id"], "all_day": False, "start": "2026-03-12T09:00:00+00:00",
                                       "end": "2026-03-12T10:00:00+00:00"})["updated"]
     assert "all_day" not in timed and timed["end"] == "2026-03-12T10:00:00+00:00"

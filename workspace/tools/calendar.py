@@ -36,11 +36,21 @@ def get_event(ws: Workspace, id: object) -> Event:
     return event
 
 
+def _days_shown(e: Event) -> tuple[str, str]:
+    """An all-day event's first and last day as dates, the last one included (stored, its end
+    is the midnight after it, as iCalendar has it: shown so, a 10-11 March offsite read as
+    running into the 12th)."""
+    last = e.end - dt.timedelta(days=1) if e.end is not None and e.end > e.start else e.start
+    return e.start.date().isoformat(), last.date().isoformat()
+
+
 def summary(e: Event, *, full: bool = False) -> dict:
     found = {"id": e.id, "subject": e.subject, "start": e.start_text, "end": e.end_text, "location": e.location,
              "attendees": e.attendees, "description": clip(e.description, 10_000) if full else snippet(e.description, width=200)}
     if e.all_day:
-        found["all_day"] = True  # the end is the midnight after the last day
+        found["all_day"] = True  # start and end are days, the end day included
+        if e.start is not None:
+            found["start"], found["end"] = _days_shown(e)
     if e.rrule:
         found["repeats"] = e.repeats
         if e.series_start:  # one occurrence: read_event and update_event take the whole series by its id

@@ -21,6 +21,17 @@ FAR_FUTURE = dt.datetime.max.replace(tzinfo=dt.UTC)
 MAX_OCCURRENCES = 200  # of one repeating event, listed in one range
 
 
+def overlaps(start: dt.datetime | None, end: dt.datetime | None, since: dt.datetime | None, until: dt.datetime | None) -> bool:
+    """Does an event from `start` to `end` (its end excluded, as iCalendar's DTEND: an
+    all-day event on the 10th ends at the midnight that starts the 11th) fall in since..until?
+    An event with no end, or none after its start, is the moment it starts."""
+    if start is None:
+        return since is None and until is None
+    later_end = end if end is not None and end > start else None
+    after_since = since is None or (later_end > since if later_end is not None else start >= since)
+    return after_since and (until is None or start <= until)
+
+
 def parse_date(value: object) -> dt.datetime | None:
     """A metadata date as an aware datetime (a date without offset is taken as UTC);
     None when it is missing or unreadable: world content is read leniently."""
@@ -370,7 +381,6 @@ class Workspace:
                     found += [replace(event, start=start, end=end, start_text=start.isoformat(), end_text=end.isoformat(),
                                       series_start=event.start_text) for start, end in spans[:per_series]]
                     continue
-            if (since is None or ((event.end or event.start) is not None and (event.end or event.start) >= since)) and (
-                    until is None or (event.start is not None and event.start <= until)):
+            if overlaps(event.start, event.end, since, until):
                 found.append(event)
         return sorted(found, key=lambda e: (e.start or FAR_FUTURE, e.id)), cut
