@@ -82,3 +82,12 @@ def test_reply_message_joins_the_thread(run, ws):
     assert entry.metadata["thread"] == CHAT_ROOT and entry.metadata["channel"] == "#deal-team"
     assert message_ids(run.json("read_chat_thread", {"id": CHAT_ROOT})) == [CHAT_ROOT, CHAT_REPLY, result["posted"]]
     assert run.json("list_channels")["channels"][0]["messages"] == 4
+
+
+def test_a_reply_stamped_before_its_root_is_listed_after_it(data_room, run):
+    """Clocks differ and imports keep their timestamps: a reply dated 10:50 to a message of 11:05
+    was listed first, above the message it answers."""
+    reply = Document.objects.get(world=data_room, path=CHAT_REPLY)
+    Document.objects.filter(pk=reply.pk).update(metadata={**reply.metadata, "date": "2026-03-02T10:50:00+00:00"})
+    assert message_ids(run.json("read_chat_thread", {"id": CHAT_REPLY})) == [CHAT_ROOT, CHAT_REPLY]
+    assert message_ids(run.json("read_channel", {"channel": "#deal-team"})) == [CHAT_ROOT, CHAT_REPLY, CHAT_OTHER]

@@ -325,7 +325,17 @@ class Workspace:
                             thread=roots[i.path], change=i.change)
                 for i in items
             ]
-            self._views["chat"] = sorted(messages, key=lambda m: (m.date or FAR_FUTURE, m.id))
+            # Oldest first, except that a thread's first message always comes before its replies:
+            # a reply stamped earlier than its root (clocks differ, imports keep what they came
+            # with) is listed right after the root, as docs/content-format.md says.
+            root_date = {m.id: m.date or FAR_FUTURE for m in messages if m.thread == m.id}
+
+            def order(m: ChatMessage) -> tuple:
+                after = root_date.get(m.thread, FAR_FUTURE) if m.thread != m.id else None
+                date = m.date or FAR_FUTURE
+                return (max(date, after) if after is not None else date, m.thread != m.id, date, m.id)
+
+            self._views["chat"] = sorted(messages, key=order)
         messages = self._views["chat"]
         if channel is None:
             return messages
