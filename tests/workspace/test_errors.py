@@ -63,7 +63,6 @@ def test_a_fraction_where_a_whole_number_is_asked_is_a_clear_error(run):
 @pytest.mark.parametrize(("path", "expected"), [
     ("../Deal/Notes.md", "not a valid data-room path: no '..'"),
     ("Deal/../../etc/passwd", "not a valid data-room path: no '..'"),
-    ("/etc/passwd", "is absolute"),
     ("~/secrets", "is absolute"),
     ("C:/Windows/win.ini", "is absolute"),
     ("Deal\\Notes.md", "contains a backslash"),
@@ -144,3 +143,12 @@ def test_no_tool_opens_a_network_connection(run, monkeypatch):
     run("read_thread", {"id": "Mail/Inbox/2026-02-20 Price"})
     run("read_channel", {"channel": "finance"})
     run("list_events")
+
+
+def test_a_path_from_the_data_rooms_root_or_naming_a_folder_is_read_as_the_path(run):
+    """Archipelago's files name data-room paths from the root (/Deal/Investment memo.docx), and
+    agents used to them send those: they were refused as "absolute"; a trailing "/" was blamed
+    on "'..', '.' or empty folder names"."""
+    plain = run("read_file", {"path": "Deal/Notes.md"})
+    assert run("read_file", {"path": "/Deal/Notes.md"}) == plain == run("read_file", {"path": "Deal/Notes.md/"})
+    assert run("read_file", {"path": "/etc/passwd"}, error=True).startswith("No file at 'etc/passwd'")

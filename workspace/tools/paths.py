@@ -1,6 +1,7 @@
-"""Data-room paths as tools accept them. A path is relative, with forward slashes and no
-'.', '..' or empty segments: anything else is refused before any lookup, so no argument
-can name something outside the workspace (there is no filesystem behind it anyway)."""
+"""Data-room paths as tools accept them. A path is relative to the data room's root (a
+leading "/" names that root), with forward slashes and no '.', '..' or empty segments:
+anything else is refused before any lookup, so no argument can name something outside the
+workspace (there is no filesystem behind it anyway)."""
 
 from .base import ToolError
 
@@ -13,7 +14,11 @@ def check_path(value: object, *, what: str = "path", allow_root: bool = False) -
     path = value.strip()
     if allow_root and path.strip("/") == "":
         return ""
-    if allow_root:
+    # The data room's root is "/" where the field's files name it so (Archipelago's
+    # X-Attachments, an agent used to them): a leading or trailing "/" is dropped.
+    if path.startswith("/") and path.strip("/"):
+        path = path.lstrip("/")
+    if path.endswith("/") and path.strip("/"):
         path = path.rstrip("/")
     if not path:
         raise ToolError(f"{what} is empty; give a data-room path such as Deal/Letter of intent.docx.")
