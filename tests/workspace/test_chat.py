@@ -12,7 +12,7 @@ def message_ids(result):
 
 
 def test_list_channels(run):
-    assert run.json("list_channels") == {"channels": [
+    assert run.json("list_channels") == {"total": 2, "offset": 0, "channels": [
         {"channel": "#deal-team", "messages": 3, "threads": 2, "last_message_at": "2026-03-03T09:00:00+00:00"},
         {"channel": "finance", "messages": 1, "threads": 1, "last_message_at": "2026-03-01T16:00:00+00:00"},
     ]}
@@ -91,3 +91,26 @@ def test_a_reply_stamped_before_its_root_is_listed_after_it(data_room, run):
     Document.objects.filter(pk=reply.pk).update(metadata={**reply.metadata, "date": "2026-03-02T10:50:00+00:00"})
     assert message_ids(run.json("read_chat_thread", {"id": CHAT_REPLY})) == [CHAT_ROOT, CHAT_REPLY]
     assert message_ids(run.json("read_channel", {"channel": "#deal-team"})) == [CHAT_ROOT, CHAT_REPLY, CHAT_OTHER]
+
+
+def test_many_channels_and_search_hits_page_by_offset(data_room, run):
+    """150 channels were cut mid-JSON at 16,000 characters, and the note offered "a smaller
+    limit, a page", which list_channels did not take; search_chat stopped at 20."""
+    Document.objects.bulk_create([
+        Document(world=data_room, position=100 + n, path=f"Chat/matter-{n:03d}/note", kind=DocumentKind.CHAT,
+                 content=f"Rent review note {n}.",
+                 metadata={"channel": f"matter-{n:03d}-landlord-consent-and-rent-review", "from": PRIYA,
+                           "date": f"2026-03-{1 + n % 28:02d}T09:00:00+00:00"})
+        for n in range(150)])
+    channels, offset = [], 0
+    while offset is not None:
+        page = run.json("list_channels", {"offset": offset})  # valid JSON: never cut in the middle
+        channels += [c["channel"] for c in page["channels"]]
+        offset = page.get("next_offset")
+    assert len(channels) == 152 == len(set(channels))
+    hits, offset = [], 0
+    while offset is not None:
+        page = run.json("search_chat", {"query": "rent review", "offset": offset})
+        hits += [m["id"] for m in page["messages"]]
+        offset = page.get("next_offset")
+    assert len(hits) == 150 == len(set(hits))

@@ -10,19 +10,23 @@ from workspace.tools import Workspace
 
 def test_list_files_top_level_shows_folders_only(run):
     listing = run.json("list_files")
-    assert listing == {"folder": "/", "subfolders": ["Board", "Deal", "Finance", "Inbox", "Legal"], "files": []}
+    assert listing == {"folder": "/", "subfolders": ["Board", "Deal", "Finance", "Inbox", "Legal"], "total_files": 0, "offset": 0,
+                       "files": []}
 
 
 def test_list_files_in_a_folder(run):
     assert run.json("list_files", {"folder": "Finance/"}) == {
         "folder": "Finance",
         "subfolders": [],
+        "total_files": 2,
+        "offset": 0,
         "files": [
             {"path": "Finance/Cap table.xlsx", "format": "xlsx", "chars": 284},
             {"path": "Finance/Payments.csv", "format": "csv", "chars": len(PAYMENTS)},
         ],
     }
-    assert run.json("list_files", {"folder": "Legal"}) == {"folder": "Legal", "subfolders": ["Legal/Opinions"], "files": []}
+    assert run.json("list_files", {"folder": "Legal"}) == {"folder": "Legal", "subfolders": ["Legal/Opinions"], "total_files": 0,
+                                                           "offset": 0, "files": []}
 
 
 def test_list_files_recursive_lists_files_only_not_mail_chat_or_events(run):
@@ -52,7 +56,7 @@ def test_search_files_by_name_and_content(run):
     assert [r["path"] for r in run.json("search_files", {"query": "control change"})["results"]] == [
         "Board/Q1 update.pptx", "Legal/Opinions/Opinion.pdf"]
     assert run.json("search_files", {"query": "landlord", "in_content": False})["matches"] == 0
-    assert run.json("search_files", {"query": "zebra"}) == {"query": "zebra", "matches": 0, "results": []}
+    assert run.json("search_files", {"query": "zebra"}) == {"query": "zebra", "matches": 0, "offset": 0, "results": []}
 
 
 def test_read_xlsx_shows_values_and_formulas(run):
@@ -124,3 +128,26 @@ def test_results_are_compact_json_where_structured(run):
     text = run("list_files", {"folder": "Deal"})
     assert json.loads(text)["files"][0]["path"] == "Deal/Letter of intent.docx"
     assert "\n" not in text
+
+
+def test_long_listings_and_searches_page_by_offset(run, ws):
+    """300 files in one folder: list_files showed 122 and told the agent to "list a subfolder"
+    (there was none), and search_files stopped at 20 with no way to the rest."""
+    for n in range(300):
+        run("write_file", {"path": f"Contracts/Lease {n:03d}.md", "content": f"Lease {n:03d}: the rent is reviewed yearly. " * 8})
+    seen, offset = [], 0
+    while offset is not None:
+        page = run.json("list_files", {"folder": "Contracts", "offset": offset})
+        assert page["total_files"] == 300 and page["files"]
+        seen += [f["path"] for f in page["files"]]
+        offset = page.get("next_offset")
+        if offset is not None:
+            assert f"call list_files with folder=\"Contracts\" and offset={offset}" in page["note"]
+    assert seen == [f"Contracts/Lease {n:03d}.md" for n in range(300)]
+    found, offset = [], 0
+    while offset is not None:
+        page = run.json("search_files", {"query": "rent reviewed", "offset": offset})
+        assert page["matches"] == 300 and len(page["results"]) <= 20
+        found += [r["path"] for r in page["results"]]
+        offset = page.get("next_offset")
+    assert sorted(found) == seen

@@ -158,6 +158,18 @@ def fit(result: dict, key: str, *, keep: str = "first") -> int:
     return len(items) - kept
 
 
+def page_into(result: dict, key: str, items: list, *, offset: int, limit: int, again: str) -> dict:
+    """result[key] = items[offset:offset + limit], trimmed to whole items that fit; when
+    more follow, "next_offset" and a note naming the call (`again`, e.g. 'list_files with
+    folder="Deal"') that gets them. Returns `result`."""
+    result[key] = items[offset : offset + limit]
+    shown = len(result[key]) - fit(result, key)
+    if offset + shown < len(items):
+        result["next_offset"] = offset + shown
+        result["note"] = f"{len(items) - offset - shown} more not shown: call {again} and offset={offset + shown}."
+    return result
+
+
 def clip(text: str, limit: int) -> str:
     """Text cut at `limit` characters, saying how much was left out."""
     return text if len(text) <= limit else f"{text[:limit]}… [{len(text) - limit:,} more characters]"

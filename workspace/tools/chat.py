@@ -5,7 +5,7 @@ from django.utils.text import slugify
 
 from authoring.models import DocumentKind
 
-from .base import ToolError, clip, fit, int_arg, text_arg, to_json, tool
+from .base import OFFSET_ARG, ToolError, clip, fit, int_arg, page_into, text_arg, to_json, tool
 from .common import actor, check_when, iso, save_new, stamp
 from .files import not_found
 from .paths import check_path
@@ -53,9 +53,12 @@ def _reply_counts(messages: list[ChatMessage]) -> dict[str, int]:
     return counts
 
 
-@tool("list_channels", "List the chat channels with their number of messages and threads and the time of the last message.", {})
-def list_channels(ws: Workspace) -> str:
-    return to_json({"channels": ws.channels()})
+@tool("list_channels", "List the chat channels with their number of messages and threads and the time of the last message.",
+      {"offset": OFFSET_ARG})
+def list_channels(ws: Workspace, offset: int = 0) -> str:
+    channels = ws.channels()
+    return to_json(page_into({"total": len(channels), "offset": offset}, "channels", channels, offset=offset, limit=len(channels),
+                             again="list_channels"))
 
 
 @tool(
@@ -111,20 +114,19 @@ def read_chat_thread(ws: Workspace, id: str, offset: int = 0) -> str:
     "search_chat",
     "Search chat messages by words in their text or author (case-insensitive; every word must appear), newest first, "
     "optionally in one channel.",
-    {"query": text_arg("Words to look for.", min_length=1, max_length=200), "channel": {**CHANNEL_ARG, "minLength": 0}},
+    {"query": text_arg("Words to look for.", min_length=1, max_length=200), "channel": {**CHANNEL_ARG, "minLength": 0},
+     "offset": OFFSET_ARG},
     required=("query",),
 )
-def search_chat(ws: Workspace, query: str, channel: str = "") -> str:
+def search_chat(ws: Workspace, query: str, channel: str = "", offset: int = 0) -> str:
     words = query.lower().split()
     if not words:
         raise ToolError("The query is blank; give one or more words to look for.")
     messages = _channel(ws, channel) if channel.strip() else ws.chat_messages()
     hits = [m for m in reversed(messages) if all(w in f"{m.sender}\n{m.text}".lower() for w in words)]
-    result = {"query": query, "matches": len(hits), "messages": [{**shown(m), "channel": m.channel} for m in hits[:MAX_HITS]]}
-    fit(result, "messages")
-    if len(result["messages"]) < len(hits):
-        result["note"] = f"Only the newest {len(result['messages'])} are shown; add words or a channel to narrow the search."
-    return to_json(result)
+    again = f"search_chat with query={to_json(query)}" + (f", channel={to_json(channel)}" if channel.strip() else "")
+    return to_json(page_into({"query": query, "matches": len(hits), "offset": offset}, "messages",
+                             [{**shown(m), "channel": m.channel} for m in hits], offset=offset, limit=MAX_HITS, again=again))
 
 
 def _post(ws: Workspace, *, channel: str, text: str, thread: str = "", after=None) -> str:

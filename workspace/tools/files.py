@@ -8,7 +8,7 @@ from authoring.rendering import parse_content
 from authoring.rendering.base import RenderError
 from workspace.services import overlay_entry_delete, overlay_entry_upsert
 
-from .base import PAGE_ARG, ToolError, fit, paged, require_writable, snippet, text_arg, to_json, tool
+from .base import OFFSET_ARG, PAGE_ARG, ToolError, page_into, paged, require_writable, snippet, text_arg, to_json, tool
 from .filetext import file_text
 from .paths import check_path
 from .world import Item, Workspace
@@ -61,20 +61,19 @@ def _folder(ws: Workspace, folder: object) -> str:
     {
         "folder": text_arg('A folder path such as "Deal" or "Deal/Drafts"; "" for the top level.'),
         "recursive": {"type": "boolean", "description": "Also list files in every subfolder.", "default": False},
+        "offset": OFFSET_ARG,
     },
 )
-def list_files(ws: Workspace, folder: str = "", recursive: bool = False) -> str:
+def list_files(ws: Workspace, folder: str = "", recursive: bool = False, offset: int = 0) -> str:
     folder = _folder(ws, folder)
     files = ws.files(folder, recursive=recursive)
     prefix = f"{folder}/" if folder else ""
     depth = folder.count("/") + 1 if folder else 0
     subfolders = [] if recursive else [f for f in ws.folders() if f.startswith(prefix) and f.count("/") == depth]
-    listing = {
-        "folder": folder or "/",
-        "subfolders": subfolders,
-        "files": [{"path": f.path, "format": f.format, "chars": len(f.content)} for f in files],
-    }
-    return to_json(_fit_listing(listing))
+    listing = {"folder": folder or "/", "subfolders": subfolders, "total_files": len(files), "offset": offset}
+    again = f"list_files with folder={to_json(folder)}" + (", recursive=true" if recursive else "")
+    return to_json(page_into(listing, "files", [{"path": f.path, "format": f.format, "chars": len(f.content)} for f in files],
+                             offset=offset, limit=len(files), again=again))
 
 
 @tool(
@@ -84,10 +83,11 @@ def list_files(ws: Workspace, folder: str = "", recursive: bool = False) -> str:
     {
         "query": text_arg("Words to look for, e.g. \"change of control\".", min_length=1, max_length=200),
         "in_content": {"type": "boolean", "description": "Search inside the files too, not only their names.", "default": True},
+        "offset": OFFSET_ARG,
     },
     required=("query",),
 )
-def search_files(ws: Workspace, query: str, in_content: bool = True) -> str:
+def search_files(ws: Workspace, query: str, in_content: bool = True, offset: int = 0) -> str:
     words = query.lower().split()
     if not words:
         raise ToolError("The query is blank; give one or more words to look for.")
@@ -98,18 +98,10 @@ def search_files(ws: Workspace, query: str, in_content: bool = True) -> str:
         elif in_content and all(w in item.content.lower() for w in words):
             phrase = query.strip() if query.strip().lower() in item.content.lower() else words[0]
             hits.append((1, item.path, "content", snippet(item.content, phrase)))
-    shown = [{"path": p, "matched": m, "snippet": s} for _, p, m, s in sorted(hits)[:MAX_HITS]]
-    result = {"query": query, "matches": len(hits), "results": shown}
-    if len(hits) > MAX_HITS:
-        result["note"] = f"Only the first {MAX_HITS} are shown; add words to narrow the search."
-    return to_json(result)
-
-
-def _fit_listing(listing: dict) -> dict:
-    dropped = fit(listing, "files")
-    if dropped:
-        listing["note"] = f"{dropped} more files are not shown; list a subfolder, or without recursive=true."
-    return listing
+    found = [{"path": p, "matched": m, "snippet": s} for _, p, m, s in sorted(hits)]
+    result = {"query": query, "matches": len(hits), "offset": offset}
+    again = f"search_files with query={to_json(query)}" + ("" if in_content else ", in_content=false")
+    return to_json(page_into(result, "results", found, offset=offset, limit=MAX_HITS, again=again))
 
 
 @tool(
