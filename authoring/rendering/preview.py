@@ -92,7 +92,7 @@ def _xlsx(content: str) -> str:
                 align = ' align="right"' if isinstance(cell.value, int | float) and not isinstance(cell.value, bool) else ""
                 cells.append(f"<td{align}>{shown}</td>")
             body.append(f"<tr><th>{r}</th>{''.join(cells)}</tr>")
-        parts.append(f"<table><thead><tr><th></th>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
+        parts.append(f"<table><thead><tr><td></td>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")  # (the corner: no header)
     return "".join(parts)
 
 

@@ -124,7 +124,8 @@ def document_row(request: HttpRequest, pk: int) -> HttpResponse:
     document = selectors.document_get_for_user(user=request.user, pk=pk)
     if request.method == "GET":
         initial = {f: getattr(document, f) for f in ("path", "kind", "format", "brief", "target_size", "revision")}
-        context = {"document": document, "row_form": DocumentSkeletonForm(initial=initial, auto_id=False), "can_author": True}
+        row_form = DocumentSkeletonForm(initial=initial, auto_id=f"document-{document.pk}-%s")
+        context = {"document": document, "row_form": row_form, "can_author": True}
         template = (
             "authoring/world_editor.html#document-row-form" if request.GET.get("edit") else "authoring/world_editor.html#document-row"
         )

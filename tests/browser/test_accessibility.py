@@ -188,6 +188,9 @@ def test_main_pages_have_no_axe_violations(page: Page, live_server, demo: Demo, 
     for app in ("drive", "mail", "chat", "calendar"):
         check(f"{app} replica", f"/worlds/{demo.world.pk}/apps/{app}/")
     assert page.evaluate(_CONTRAST, ".replica-tabs .replica-count") >= 4.5  # the tab counters (axe misses them)
+    check("calendar week", f"/worlds/{demo.world.pk}/apps/calendar/?view=week")  # (its days were cells of no row)
+    check("step request and response", f"/steps/{rollout.steps.order_by('index').first().pk}/exchange/")
+    check("trial runs page", f"/tasks/{demo.env_task.pk}/trials/?sort=status")
 
     # QA: submitted, claimed by the reviewer, looked at, approved; then packed by the admin.
     submission = submission_create(env_task=demo.env_task, user=demo.author)

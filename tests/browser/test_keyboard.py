@@ -107,7 +107,7 @@ def test_an_expert_marks_the_verdicts_of_a_batch_of_8_by_keyboard_alone(page: Pa
     third_last = cells.nth(N * 3 - 3)
     expect(third_last).to_be_focused()
     page.keyboard.press("c")
-    agree = third_last.get_by_role("button", name=f"Rollout {N}: agree with the judge")
+    agree = third_last.get_by_role("button", name=f"Agree with judge, rollout {N}")
     expect(agree).to_have_attribute("aria-pressed", "true", timeout=SAVED)
     expect(third_last).to_be_focused()
     assert calls_in_db(batch, author)[-1] == "-nn"
