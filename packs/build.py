@@ -149,7 +149,7 @@ def _readme(pack_info: dict, formats: list[str], totals: _Totals) -> bytes:
     ]
     if any(writer_class(key).needs_worlds for key in formats):
         lines.append("| `world_files_zipped/<world_id>.zip` | each world in the APEX-Agents / Archipelago layout "
-                     "(`filesystem/`, `.apps_data/mail|chat|calendar`) |")
+                     "(`filesystem/`, `.apps_data/` with `mail/`, `chat/` and `calendar/`) |")
     where = {
         "apex": (
             "`tasks_and_rubrics.json`, `world_descriptions.json`, `verifiers.json`, `eval_configs.json` "

@@ -96,7 +96,17 @@ class Decision(models.TextChoices):
     REQUEST_CHANGES = "request_changes", "Request changes"
 
 
-class Review(TimeStampedModel):
+# A decision once made, as a result reads ("Approved by …"); the labels above are the choices.
+DECISION_DONE = {Decision.APPROVE: "Approved", Decision.REQUEST_CHANGES: "Changes requested"}
+
+
+class DecidedMixin:
+    @property
+    def decision_done(self) -> str:
+        return DECISION_DONE.get(self.decision, self.decision)
+
+
+class Review(DecidedMixin, TimeStampedModel):
     """One reviewer's decision on one submission; a submission gets one per required approval."""
 
     submission = models.ForeignKey(Submission, on_delete=models.CASCADE, related_name="reviews")
@@ -111,7 +121,7 @@ class Review(TimeStampedModel):
         indexes = [models.Index(fields=["reviewer", "created_at"], name="review_by_reviewer")]
 
     def __str__(self) -> str:
-        return f"{self.get_decision_display()} on {self.submission}"
+        return f"{self.decision_done} on {self.submission}"
 
 
 class ChecklistAnswer(models.Model):
@@ -129,7 +139,7 @@ class ChecklistAnswer(models.Model):
         return f"{'Pass' if self.passed else 'Fail'}: {self.item_text}"
 
 
-class Adjudication(TimeStampedModel):
+class Adjudication(DecidedMixin, TimeStampedModel):
     """An admin's final decision on a submission whose reviewers disagreed."""
 
     submission = models.OneToOneField(Submission, on_delete=models.CASCADE, related_name="adjudication")
@@ -138,7 +148,7 @@ class Adjudication(TimeStampedModel):
     note = models.TextField(blank=True)
 
     def __str__(self) -> str:
-        return f"Adjudicated {self.get_decision_display()} on {self.submission}"
+        return f"Adjudicated: {self.decision_done} on {self.submission}"
 
 
 class ProbeExplanation(TimeStampedModel):

@@ -175,6 +175,14 @@ JURISDICTIONS: dict[str, str] = {
     "cayman islands": "Cayman Islands", "british virgin islands": "British Virgin Islands", "jersey": "Jersey",
     "guernsey": "Guernsey", "india": "India", "indian law": "India",
 }
+# The US states by name ("New Jersey" is the state, never Jersey: the longest name matches first).
+US_STATES = ("Alabama", "Alaska", "Arizona", "Arkansas", "California", "Colorado", "Connecticut", "Delaware", "District of Columbia",
+             "Florida", "Georgia", "Hawaii", "Idaho", "Illinois", "Indiana", "Iowa", "Kansas", "Kentucky", "Louisiana", "Maine",
+             "Maryland", "Massachusetts", "Michigan", "Minnesota", "Mississippi", "Missouri", "Montana", "Nebraska", "Nevada",
+             "New Hampshire", "New Jersey", "New Mexico", "New York", "North Carolina", "North Dakota", "Ohio", "Oklahoma", "Oregon",
+             "Pennsylvania", "Rhode Island", "South Carolina", "South Dakota", "Tennessee", "Texas", "Utah", "Vermont", "Virginia",
+             "Washington", "West Virginia", "Wisconsin", "Wyoming")
+JURISDICTIONS |= {f"the state of {state.lower()}": state for state in US_STATES} | {state.lower(): state for state in US_STATES}
 _JURISDICTION = re.compile(
     r"\b(?:" + "|".join(re.escape(k) for k in sorted(JURISDICTIONS, key=len, reverse=True)) + r")\b", re.I
 )

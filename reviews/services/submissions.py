@@ -248,7 +248,7 @@ def review_decide(*, submission: Submission, user: User, decision: str, comment:
                  + (f" ({'; '.join(failed)})" if failed else ""),
                  data={"answers": [{"item": item.text, "passed": passed, "note": note} for item, passed, note in answers]})
     audit_record(project_id=submission.project_id, submission=submission, actor=user, verb=AuditVerb.REVIEWED,
-                 summary=f"{review.get_decision_display()} on version {submission.number}" + (f": {comment[:200]}" if comment else ""),
+                 summary=f"{review.decision_done} on version {submission.number}" + (f": {comment[:200]}" if comment else ""),
                  data={"decision": decision, "comment": comment})
     decisions = list(submission.reviews.values_list("decision", flat=True))
     if len(decisions) < submission.approvals_required:
@@ -315,12 +315,12 @@ def submission_adjudicate(*, submission: Submission, user: User, decision: str, 
         refuse_unrenderable(submission.snapshot.get("world", {}).get("documents", []), lead=render_check.APPROVE_LEAD)
     adjudication = Adjudication.objects.create(submission=submission, admin=user, decision=decision, note=note)
     audit_record(project_id=submission.project_id, submission=submission, actor=user, verb=AuditVerb.ADJUDICATED,
-                 summary=f"Adjudicated version {submission.number}: {adjudication.get_decision_display()} — {note[:200]}",
+                 summary=f"Adjudicated version {submission.number}: {adjudication.decision_done} — {note[:200]}",
                  data={"decision": decision, "note": note})
     _finish(submission, user, decision, note)
     notify(recipients=[r.reviewer for r in submission.reviews.select_related("reviewer")], project_id=submission.project_id,
            url=_link(submission),
-           text=f"An admin settled “{submission.title}” v{submission.number}: {adjudication.get_decision_display()}.")
+           text=f"An admin settled “{submission.title}” v{submission.number}: {adjudication.decision_done}.")
     return adjudication
 
 

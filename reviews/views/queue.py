@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from accounts.models import Membership, Role
 from accounts.selectors import membership_for, project_list_for_user
 from authoring.selectors import env_task_counts_for_user, env_task_drafts_for_author, env_task_get_for_user, rubric_version_current
 from core.exceptions import ApplicationError
@@ -28,6 +29,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "claimed": selectors.review_claimed_by_user(user=user),
         "adjudications": selectors.adjudication_queue_for_user(user=user)[:20],
         "counts": env_task_counts_for_user(user=user),
+        # (what to suggest in an empty list: a reviewer cannot write tasks)
+        "authors_any": Membership.objects.filter(user=user, role__in=[Role.AUTHOR, Role.ADMIN]).exists(),
     }
     return render(request, "reviews/dashboard.html", context)
 

@@ -115,7 +115,7 @@ def submission_decide(request: HttpRequest, pk: int) -> HttpResponse:
         SubmissionStatus.QUEUED: "it goes on to the next reviewer",
         SubmissionStatus.ADJUDICATION: "the reviewers disagree, so an admin decides",
     }.get(submission.status, "the author has been told")
-    messages.success(request, f"{review.get_decision_display()}: {submission.title} v{submission.number} — {outcome}.")
+    messages.success(request, f"{review.decision_done}: {submission.title} v{submission.number} — {outcome}.")
     return redirect("review-queue")
 
 
@@ -141,5 +141,5 @@ def submission_adjudicate(request: HttpRequest, pk: int) -> HttpResponse:
     except ApplicationError as error:
         context = _review_context(request, submission, adjudication_form=form)
         return render_error(request, "reviews/submission_review.html", context, error)
-    messages.success(request, f"Settled: {adjudication.get_decision_display()} on {submission.title} v{submission.number}.")
+    messages.success(request, f"Settled: {adjudication.decision_done}, {submission.title} v{submission.number}.")
     return redirect("review-queue")

@@ -93,6 +93,9 @@ def test_jurisdictions_come_from_a_closed_list():
     assert [j.normal for j in jurisdictions("English law; the laws of England and Wales; New York")] == [
         "England and Wales", "England and Wales", "New York"]
     assert jurisdictions("Confidentiality. The existing NDA continues to apply.") == []
+    # a US state by its name; New Jersey is never read as Jersey (the Channel Island)
+    assert [j.normal for j in jurisdictions("the laws of New Jersey; Jersey law; the State of Illinois; West Virginia")] == [
+        "New Jersey", "Jersey", "Illinois", "West Virginia"]
 
 
 def test_party_names_compare_without_their_company_form():

@@ -225,7 +225,7 @@ def test_author_review_pack_journey(page: Page, live_server, celery_worker_proce
     expect(page.locator("#evidence-diff")).to_contain_text("in figures and in words")
     answer_checklist(page)
     page.get_by_role("button", name="Approve").click()
-    expect(page.get_by_role("status").filter(has_text="Approve: State the purchase price v2")).to_be_visible()
+    expect(page.get_by_role("status").filter(has_text="Approved: State the purchase price v2")).to_be_visible()
 
     # 8. The admin builds a pack on the real worker and downloads it.
     sign_out(page)

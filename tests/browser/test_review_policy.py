@@ -119,7 +119,7 @@ def test_gate_two_reviewers_disagree_admin_adjudicates_pack_and_audit(page: Page
     page.screenshot(path=shots / "03-adjudication.png", full_page=True)
     page.get_by_label("Why").fill("The price is stated in dollars in every document; a currency criterion adds nothing here.")
     page.get_by_role("button", name="Approve").click()
-    expect(page.get_by_role("status").filter(has_text="Settled: Approve on State the purchase price v1")).to_be_visible()
+    expect(page.get_by_role("status").filter(has_text="Settled: Approved, State the purchase price v1")).to_be_visible()
 
     # The reviewer dashboard: the pair's decisions disagreed on their one shared submission.
     page.goto(f"{base}/reviews/stats/")
@@ -141,8 +141,8 @@ def test_gate_two_reviewers_disagree_admin_adjudicates_pack_and_audit(page: Page
     page.goto(f"{base}/tasks/{env_task.pk}/audit/")
     timeline = page.locator("#task-audit")
     for line in ("Explained probe “Keyword echo”", "Submitted version 1", "Claimed version 1 for review",
-                 "Checklist on version 1: 5 pass, 0 fail", "Checklist on version 1: 4 pass, 1 fail", "Approve on version 1",
-                 "Request changes on version 1: No criterion checks the currency", "The reviewers of version 1 disagree",
+                 "Checklist on version 1: 5 pass, 0 fail", "Checklist on version 1: 4 pass, 1 fail", "Approved on version 1",
+                 "Changes requested on version 1: No criterion checks the currency", "The reviewers of version 1 disagree",
                  "Adjudicated version 1: Approve", "Version 1 approved"):
         expect(timeline).to_contain_text(line)
     for who in ("alice-author", "rita-reviewer", "ravi-reviewer", "adam-admin"):

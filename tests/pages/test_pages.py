@@ -28,9 +28,12 @@ def test_dashboard_shows_drafts_queue_and_projects(client, team, env_task):
     client.force_login(team.author)
     page = text(client.get(reverse("dashboard")))
     assert env_task.title in page and team.project.name in page
+    # An author is not offered a queue of their own, nor a reviewer the writing of tasks.
+    assert "You review in no project" in page and "Nothing waits for your review." not in page
     client.force_login(team.reviewer)
     page = text(client.get(reverse("dashboard")))
     assert "Nothing waits for your review." in page
+    assert "No drafts: your role is to review, not to write tasks." in page and "“New task”" not in page
 
 
 def test_world_editor_full_page_and_saving_the_scenario_as_htmx(author_client, world):
