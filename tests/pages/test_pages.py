@@ -202,7 +202,7 @@ def test_whole_review_path_through_the_pages(client, team, env_task):
 
     client.force_login(team.author)
     feedback = client.get(reverse("task-reviews", args=[env_task.pk]), **HX).content.decode()
-    assert "Request changes" in feedback and "<em>escrow</em>" in feedback and "Submit for review" in feedback
+    assert "Changes requested</strong> by" in feedback and "<em>escrow</em>" in feedback and "Submit for review" in feedback
     client.post(reverse("task-submit", args=[env_task.pk]))
     assert env_task.submissions.count() == 2
 

@@ -263,12 +263,13 @@ def test_a_second_reviewer_does_not_see_the_first_decision_until_deciding(client
         page = client.get(reverse("submission-review", args=[submission.pk])).content.decode()
         assert "Looks right to me." not in page and "1 other reviewer has decided" in page
         tab = client.get(reverse("task-reviews", args=[env_task.pk]), HTTP_HX_REQUEST="true").content.decode()
-        assert f"{first.username} (approve)" not in tab and "1 decided (shown once you have decided)" in tab
+        assert f"{first.username} (approved)" not in tab and "1 decided (shown once you have decided)" in tab
         audit = client.get(reverse("task-audit", args=[env_task.pk])).content.decode()
         assert "Looks right to me." not in audit and "Approved on version 1" not in audit, claimed
     # The author sees it all; the second reviewer does once they have decided.
     client.force_login(team.author)
-    assert f"{first.username} (approve)" in client.get(reverse("task-reviews", args=[env_task.pk]), HTTP_HX_REQUEST="true").content.decode()
+    tab = client.get(reverse("task-reviews", args=[env_task.pk]), HTTP_HX_REQUEST="true").content.decode()
+    assert f"{first.username} (approved)" in tab
     decide(Submission.objects.get(pk=submission.pk), second, "approve", comment="Fine.")
     client.force_login(second)
     audit = client.get(reverse("task-audit", args=[env_task.pk])).content.decode()
