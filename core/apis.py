@@ -247,7 +247,9 @@ class RevisionedSerializerSchema(OpenApiSerializerExtension):
 def exception_handler(exc, context):
     """Map domain errors to clear 400/403/409 answers; everything else as DRF does."""
     if isinstance(exc, StaleEditError):
-        return Response({"detail": exc.message, **exc.extra}, status=status.HTTP_409_CONFLICT)
+        # (each change's "html" is the page's marked-up diff; the API gives the text and a unified diff)
+        changes = {name: {k: v for k, v in change.items() if k != "html"} for name, change in exc.extra.get("changes", {}).items()}
+        return Response({"detail": exc.message, **exc.extra, "changes": changes}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, PermissionRefused):
         return Response({"detail": exc.message, **exc.extra}, status=status.HTTP_403_FORBIDDEN)
     if isinstance(exc, ApplicationError):

@@ -1,4 +1,5 @@
 import difflib
+import json
 
 from django.db import models
 from django.utils import timezone
@@ -7,12 +8,23 @@ from accounts.models import Membership, User
 from accounts.selectors import membership_get
 from accounts.services import require_role
 from core.exceptions import ApplicationError, StaleEditError
+from core.textdiff import text_diff
 
 
 def author_membership(*, user: User, project_id: int) -> Membership:
     membership = membership_get(user=user, project_id=project_id)
     require_role(membership, "author")
     return membership
+
+
+def _readable(value: object) -> str:
+    """A field's value as a person reads it: text as it is, the facts sheet as "key: value"
+    lines, anything else as indented JSON (never a Python repr)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, dict) and set(v) <= {"key", "value"} for v in value):
+        return "\n".join(f"{v.get('key', '')}: {v.get('value', '')}" for v in value)
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
 
 
 def check_revision(*, obj: models.Model, base_revision: int | None, fields: dict[str, str], label: str) -> None:
@@ -31,15 +43,16 @@ def check_revision(*, obj: models.Model, base_revision: int | None, fields: dict
     changes = {}
     for name, mine in fields.items():
         theirs = getattr(obj, name)
-        theirs_text = theirs if isinstance(theirs, str) else repr(theirs)
-        mine_text = mine if isinstance(mine, str) else repr(mine)
+        theirs_text, mine_text = _readable(theirs), _readable(mine)
         if theirs_text != mine_text:
             diff = "\n".join(
                 difflib.unified_diff(
                     theirs_text.splitlines(), mine_text.splitlines(), "saved", "yours", lineterm="", n=1
                 )
             )
-            changes[name] = {"saved": theirs, "diff": diff}
+            # `diff` for API clients; `html` for the page: the saved text with what yours
+            # changes marked, word by word (escaped; <ins> and <del> only).
+            changes[name] = {"saved": theirs, "diff": diff, "html": text_diff(theirs_text, mine_text)["html"]}
     who = getattr(getattr(obj, "updated_by", None), "username", None) or "someone else"
     when = timezone.localtime(obj.updated_at).strftime("%Y-%m-%d %H:%M:%S") if getattr(obj, "updated_at", None) else ""
     raise StaleEditError(

@@ -1,4 +1,5 @@
 import pytest
+from django.urls import reverse
 
 from authoring import services
 from authoring.models import Document, DocumentStatus, EnvTaskStatus
@@ -20,8 +21,22 @@ def test_world_update_refuses_a_stale_revision_and_shows_what_changed(team, worl
     change = caught.value.extra["changes"]["outline"]
     assert change["saved"] == "Beta is the buyer."
     assert "-Beta is the buyer." in change["diff"] and "+Acme is the buyer." in change["diff"]
+    assert str(change["html"]) == "<del>Beta</del><ins>Acme</ins> is the buyer."
     world.refresh_from_db()
     assert world.outline == "Beta is the buyer."
+
+
+def test_a_stale_edit_of_the_facts_reads_as_facts_not_as_code(client, team, world):
+    """The conflict showed the facts sheet as a Python repr in a unified diff
+    (+[{'key': 'Tab B fact', 'value': 'USD 1'}]); a lawyer reads neither."""
+    base = world.revision
+    services.world_update(world=world, user=team.author2, title=world.title, outline=world.outline,
+                          facts=[{"key": "Rent", "value": "USD 96,000"}], base_revision=base)
+    with pytest.raises(StaleEditError) as caught:
+        services.world_update(world=world, user=team.author, title=world.title, outline=world.outline,
+                              facts=[{"key": "Rent", "value": "USD 69,000"}], base_revision=base)
+    html = str(caught.value.extra["changes"]["facts"]["html"])
+    assert html == "Rent: USD <del>96</del><ins>69</ins>,000" and "'key'" not in caught.value.extra["changes"]["facts"]["diff"]
 
 
 def test_facts_are_cleaned_and_bad_rows_refused(team, world):
@@ -157,3 +172,16 @@ def test_unstorable_text_in_json_fields_is_a_clear_error(team, world):
         )
     with pytest.raises(ApplicationError, match="invalid Unicode"):
         services.document_create(world=world, user=team.author, path="x.md", metadata={"subject": "\ud800"})
+
+
+def test_the_page_shows_a_stale_edit_as_marked_words_and_keeps_what_was_typed(client, team, world):
+    base = world.revision
+    services.world_update(world=world, user=team.author2, title=world.title, outline="Beta is the buyer.", facts=world.facts,
+                          base_revision=base)
+    client.force_login(team.author)
+    response = client.post(reverse("world-editor", args=[world.pk]), {"title": world.title, "outline": "Acme is the buyer.",
+                                                                       "revision": base})
+    page = response.content.decode()
+    assert response.status_code == 409
+    assert '<div class="diff diff-words"><del>Beta</del><ins>Acme</ins> is the buyer.</div>' in page
+    assert "@@" not in page and "Acme is the buyer.</textarea>" in page
