@@ -143,3 +143,10 @@ def test_a_rule_that_cannot_be_read_lists_the_event_as_written(data_room, run):
     _repeat(data_room, CALL, rrule="EVERY MONDAY")
     assert event_ids(run.json("list_events", {"start": "2026-03-04", "end": "2026-03-04"})) == [CALL]
     assert event_ids(run.json("list_events", {"start": "2026-03-05", "end": "2026-03-06"})) == []
+
+
+def test_a_bare_date_is_the_day_on_the_events_own_clock(data_room, run):
+    """An event at 17:00-08:00 on 5 March (01:00 on the 6th in UTC) was missing from the 5th."""
+    _repeat(data_room, SIGNING, start="2026-03-05T17:00:00-08:00", end="2026-03-05T18:00:00-08:00")
+    on = {day: event_ids(run.json("list_events", {"start": day, "end": day})) for day in ("2026-03-05", "2026-03-06")}
+    assert on == {"2026-03-05": [SIGNING], "2026-03-06": []}

@@ -155,3 +155,14 @@ def test_forward_keeps_attachments_and_quotes_the_original(run, ws):
     assert entry.metadata["attachments"] == "Deal/Notes.md" and entry.metadata["thread"] == LEASE
     assert entry.content.startswith("FYI\n\n---------- Forwarded message ----------\nFrom: Tom Achterberg")
     assert entry.content.endswith("See the notes attached about the Reading lease.\n")
+
+
+def test_a_bare_date_is_the_day_on_the_emails_own_clock(data_room, run):
+    """An email sent at 23:30-08:00 on 3 March is on the 3rd (the 4th in UTC): searching the
+    3rd missed it and searching the 4th found it."""
+    email = Document.objects.get(world=data_room, path=LEASE)
+    Document.objects.filter(pk=email.pk).update(metadata={**email.metadata, "date": "2026-03-03T23:30:00-08:00"})
+    on = {day: ids(run.json("search_emails", {"date_from": day, "date_to": day})) for day in ("2026-03-03", "2026-03-04")}
+    assert on == {"2026-03-03": [LEASE], "2026-03-04": []}
+    # a moment is a moment: 23:30-08:00 is after 2026-03-04T06:00Z
+    assert ids(run.json("search_emails", {"date_from": "2026-03-04T06:00:00+00:00"})) == [LEASE]

@@ -7,10 +7,10 @@ import re
 from authoring.models import DocumentKind
 
 from .base import ADDRESSES_ARG, LIMIT_ARG, OFFSET_ARG, ToolError, clip, fit, require_writable, snippet, text_arg, to_json, tool
-from .common import DATE_HELP, check_when, date_bound, save, save_new
+from .common import DATE_HELP, Bound, check_when, date_bound, save, save_new
 from .files import not_found
 from .paths import check_path
-from .world import MAX_OCCURRENCES, Event, Workspace
+from .world import MAX_OCCURRENCES, Event, Workspace, overlaps
 
 MAX_DESCRIPTION = 8_000
 STORED_FIELD = re.compile(r"metadata '(\w+)'")
@@ -58,6 +58,21 @@ def summary(e: Event, *, full: bool = False) -> dict:
     return found
 
 
+def _in_range(e: Event, since: Bound | None, until: Bound | None) -> bool:
+    """Does the event (one occurrence) fall in the range? A bare date is a day on the event's
+    own clock: an event at 17:00-08:00 on 5 March is on the 5th (the 6th in UTC)."""
+    if e.start is None:
+        return since is None and until is None
+    if since is not None:
+        if since.day is not None:
+            last = (e.end - dt.timedelta(microseconds=1)).astimezone(e.start.tzinfo) if e.end and e.end > e.start else e.start
+            if last.date() < since.day:
+                return False
+        elif not overlaps(e.start, e.end, since.moment, None):
+            return False
+    return until is None or until.admits(e.start)
+
+
 def _page(events: list[Event], limit: int, offset: int, note: str = "") -> str:
     page = events[offset : offset + limit]
     result = {"total": len(events), "offset": offset, "events": [summary(e) for e in page]}
@@ -86,7 +101,10 @@ def list_events(ws: Workspace, start: str = "", end: str = "", attendee: str = "
     since = date_bound(start, "start", end=False) if start.strip() else None
     until = date_bound(end, "end", end=True) if end.strip() else None
     who = attendee.strip().lower()
-    found, cut = ws.events_between(since, until) if since or until else (ws.events(), False)
+    if since or until:
+        found, cut = ws.events_between(since and since.lookup, until and until.lookup, keep=lambda e: _in_range(e, since, until))
+    else:
+        found, cut = ws.events(), False
     found = [e for e in found if not who or any(who in a.lower() for a in e.attendees)]
     note = (f"A repeating event is listed with its first {MAX_OCCURRENCES} occurrences in the range; give a later 'start' "
             "to see the ones after.") if cut else ""

@@ -2,6 +2,7 @@
 the actor as sender, and validation with the same parser the exports use."""
 
 import datetime as dt
+from dataclasses import dataclass
 
 from django.utils import timezone
 from django.utils.text import slugify
@@ -18,14 +19,44 @@ STEP = dt.timedelta(minutes=1)
 DATE_HELP = "An ISO 8601 date (2026-03-01) or date and time with offset (2026-03-01T09:00:00+00:00)."
 
 
-def date_bound(value: str, field: str, *, end: bool) -> dt.datetime:
-    """A date-range argument; a bare date as an upper bound includes that whole day."""
+WIDEST_OFFSET = dt.timedelta(hours=14)  # UTC+14 / UTC-12: a calendar day spans at most this much more than 24 hours
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A date-range argument: a moment, or a bare date, which is a day as each item's own
+    clock reads it (an email sent at 23:30-08:00 on 3 March is on the 3rd, though it is the
+    4th in UTC)."""
+
+    moment: dt.datetime  # a bare date: its first moment in UTC (its last, as an end)
+    day: dt.date | None = None
+    end: bool = False
+
+    @property
+    def lookup(self) -> dt.datetime:
+        """A moment safe to pre-select by: widened by the widest UTC offset for a day."""
+        if self.day is None:
+            return self.moment
+        return self.moment + WIDEST_OFFSET if self.end else self.moment - WIDEST_OFFSET
+
+    def admits(self, when: dt.datetime | None) -> bool:
+        """Is `when` (aware, in the offset it was written with) on the right side of this bound?"""
+        if when is None:
+            return False
+        if self.day is not None:
+            return when.date() <= self.day if self.end else when.date() >= self.day
+        return when <= self.moment if self.end else when >= self.moment
+
+
+def date_bound(value: str, field: str, *, end: bool) -> Bound:
+    """A date-range argument; a bare date is a whole day (an end includes it)."""
     when = parse_date(value)
     if when is None:
         raise ToolError(f"{field} {value!r} is not a date. {DATE_HELP}")
-    if end and len(value.strip()) == 10:
-        when += dt.timedelta(days=1) - dt.timedelta(microseconds=1)
-    return when
+    if len(value.strip()) == 10:
+        day = when.date()
+        return Bound(when + dt.timedelta(days=1) - dt.timedelta(microseconds=1) if end else when, day=day, end=end)
+    return Bound(when, end=end)
 
 
 def stamp(after: dt.datetime | None = None) -> dt.datetime:

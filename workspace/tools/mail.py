@@ -102,8 +102,8 @@ def search_emails(ws: Workspace, sender: str = "", recipient: str = "", subject:
         and (not recipient.strip() or recipient.strip().lower() in f"{e.to}, {e.cc}, {e.bcc}".lower())
         and (not subject.strip() or _has(e.subject, subject))
         and (not text.strip() or _has(f"{e.subject}\n{e.body}", text))
-        and (start is None or (e.date is not None and e.date >= start))
-        and (stop is None or (e.date is not None and e.date <= stop))
+        and (start is None or start.admits(e.date))
+        and (stop is None or stop.admits(e.date))
     ]
     return _listing(found, limit, offset, {})
 

@@ -8,7 +8,7 @@ services and are applied to the loaded state, so a later read needs no query.
 
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
@@ -19,6 +19,7 @@ from workspace.models import Overlay, OverlayAction, OverlayEntry
 SEPARATOR = re.compile(r'[,;](?=(?:[^"]*"[^"]*")*[^"]*$)')  # outside double quotes
 FAR_FUTURE = dt.datetime.max.replace(tzinfo=dt.UTC)
 MAX_OCCURRENCES = 200  # of one repeating event, listed in one range
+WIDER_READ = 64  # occurrences a range read a day wider may add (an hourly event, over the 28 hours of offsets)
 
 
 def overlaps(start: dt.datetime | None, end: dt.datetime | None, since: dt.datetime | None, until: dt.datetime | None) -> bool:
@@ -376,21 +377,23 @@ class Workspace:
     def event(self, id: str) -> Event | None:
         return next((e for e in self.events() if e.id == id), None)
 
-    def events_between(self, since: dt.datetime | None, until: dt.datetime | None, *,
-                       per_series: int = MAX_OCCURRENCES) -> tuple[list[Event], bool]:
-        """The events overlapping since..until (either open), by start time: a one-off event
-        once, a repeating one as each of its occurrences in the range (at most `per_series`
-        of each). Also whether a series had more occurrences in the range than were kept."""
+    def events_between(self, since: dt.datetime | None, until: dt.datetime | None, *, per_series: int = MAX_OCCURRENCES,
+                       keep: Callable[[Event], bool] = lambda event: True) -> tuple[list[Event], bool]:
+        """The events overlapping since..until (either open) that `keep` keeps, by start time:
+        a one-off event once, a repeating one as each of its occurrences in the range (at most
+        `per_series` of each). Also whether a series had more occurrences than were kept.
+        (`keep` narrows a range read wider, e.g. days on each event's own clock.)"""
         found, cut = [], False
         for event in self.events():
             if event.rrule:
                 item = self._state[0][event.id]
-                spans = occurrences(item.content, item.metadata, since=since, until=until, limit=per_series + 1)
+                spans = occurrences(item.content, item.metadata, since=since, until=until, limit=per_series + 1 + WIDER_READ)
                 if spans is not None:  # (None: a rule it cannot read; the event is then listed as written)
-                    cut = cut or len(spans) > per_series
-                    found += [replace(event, start=start, end=end, start_text=start.isoformat(), end_text=end.isoformat(),
-                                      series_start=event.start_text) for start, end in spans[:per_series]]
+                    kept = [e for e in (replace(event, start=start, end=end, start_text=start.isoformat(), end_text=end.isoformat(),
+                                                series_start=event.start_text) for start, end in spans) if keep(e)]
+                    cut = cut or len(kept) > per_series
+                    found += kept[:per_series]
                     continue
-            if overlaps(event.start, event.end, since, until):
+            if overlaps(event.start, event.end, since, until) and keep(event):
                 found.append(event)
         return sorted(found, key=lambda e: (e.start or FAR_FUTURE, e.id)), cut
