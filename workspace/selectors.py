@@ -40,8 +40,12 @@ def item_text(*, kind: str, content: str, metadata: dict) -> str:
     if kind == DocumentKind.FILE:
         return content or ""
     keys = [k for k in HEADER_ORDER if metadata.get(k)] + sorted(k for k in metadata if k not in HEADER_ORDER and metadata[k])
-    headers = "\n".join(f"{key.capitalize()}: {metadata[key]}" for key in keys)
+    headers = "\n".join(f"{key.capitalize()}: {_header(metadata[key])}" for key in keys)
     return f"{headers}\n\n{content or ''}"
+
+
+def _header(value: object) -> str:
+    return ", ".join(str(v) for v in value) if isinstance(value, list) else str(value)
 
 
 def _diff(path: str, before: str, after: str) -> str:

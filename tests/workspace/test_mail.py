@@ -87,7 +87,7 @@ def test_send_email_lands_in_the_overlay_only(run, ws, data_room):
     assert entry.kind == DocumentKind.EMAIL and entry.action == "upsert" and entry.content == "Priya,\n\nSee the notes."
     assert entry.metadata["from"] == "Agent <agent@taskwright.invalid>"
     assert entry.metadata["to"] == PRIYA and entry.metadata["cc"] == "tom@marshwebb.example"
-    assert entry.metadata["subject"] == "Escrow: next steps" and entry.metadata["attachments"] == "Deal/Notes.md"
+    assert entry.metadata["subject"] == "Escrow: next steps" and entry.metadata["attachments"] == ["Deal/Notes.md"]
     sent_at = dt.datetime.fromisoformat(entry.metadata["date"])
     assert sent_at.utcoffset() == dt.timedelta(0) and entry.metadata["date"].endswith("+00:00")
     assert "thread" not in entry.metadata
@@ -152,7 +152,7 @@ def test_forward_keeps_attachments_and_quotes_the_original(run, ws):
     path = text.splitlines()[0].removeprefix("Sent. Email id: ")
     entry = OverlayEntry.objects.get(overlay=ws.overlay, path=path)
     assert entry.metadata["subject"] == "Fwd: Reading lease consent"
-    assert entry.metadata["attachments"] == "Deal/Notes.md" and entry.metadata["thread"] == LEASE
+    assert entry.metadata["attachments"] == ["Deal/Notes.md"] and entry.metadata["thread"] == LEASE
     assert entry.content.startswith("FYI\n\n---------- Forwarded message ----------\nFrom: Tom Achterberg")
     assert entry.content.endswith("See the notes attached about the Reading lease.\n")
 
@@ -166,3 +166,15 @@ def test_a_bare_date_is_the_day_on_the_emails_own_clock(data_room, run):
     assert on == {"2026-03-03": [LEASE], "2026-03-04": []}
     # a moment is a moment: 23:30-08:00 is after 2026-03-04T06:00Z
     assert ids(run.json("search_emails", {"date_from": "2026-03-04T06:00:00+00:00"})) == [LEASE]
+
+
+def test_an_attachment_whose_path_holds_a_comma_stays_one_attachment(run):
+    run("write_file", {"path": "Finance/Budget, FY2026.md", "content": "# Budget\n\nTotal: $1m."})
+    sent = run("send_email", {"to": ["ann@acme.test"], "subject": "Budget", "body": "Attached.",
+                              "attachments": ["Finance/Budget, FY2026.md"]})
+    email_id = sent.split("Email id: ")[1].split("\n")[0]
+    assert run.json("search_emails", {"subject": "Budget"})["emails"][0]["attachments"] == ["Finance/Budget, FY2026.md"]
+    assert "Attachments: Finance/Budget, FY2026.md (data-room files" in run("read_email", {"id": email_id})
+    forwarded = run("forward_email", {"id": email_id, "to": ["bo@beta.test"]})
+    forward_id = forwarded.split("Email id: ")[1].split("\n")[0]
+    assert run.json("search_emails", {"subject": "Fwd: Budget"})["emails"][0]["attachments"] == ["Finance/Budget, FY2026.md"], forward_id

@@ -150,7 +150,7 @@ def _send(ws: Workspace, *, to: str, cc: str, subject: str, body: str, attachmen
             raise ToolError(f"Attachment {path!r} is not a file in the data room; attach files by their path, as list_files shows it.")
     when = stamp(after)
     metadata = {"from": sender, "to": to, "cc": cc, "date": iso(when), "subject": subject, "thread": thread,
-                "attachments": ", ".join(attachments)}
+                "attachments": list(attachments)}  # a list: a path may hold a comma
     path = save_new(ws, folder="Mail/Sent", when=when, title=subject, kind=DocumentKind.EMAIL, content=body, metadata=metadata)
     return f"Sent. Email id: {path}\nFrom: {sender}\nTo: {to}" + (f"\nCc: {cc}" if cc else "") + f"\nDate: {iso(when)}\nSubject: {subject}"
 
