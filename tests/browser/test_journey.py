@@ -190,7 +190,7 @@ def test_author_review_pack_journey(page: Page, live_server, celery_worker_proce
     answer_checklist(page, fail=(1,))
     page.get_by_label(re.compile("Comment for the author")).fill(feedback)
     page.get_by_role("button", name="Request changes").click()
-    expect(page.get_by_role("status").filter(has_text="Request changes: State the purchase price v1")).to_be_visible()
+    expect(page.get_by_role("status").filter(has_text="Changes requested: State the purchase price v1")).to_be_visible()
     expect(page.get_by_role("heading", name="Review queue")).to_be_visible()
 
     # 6. The author reads the feedback, edits the prompt and resubmits as version 2.

@@ -169,7 +169,7 @@ def test_each_model_step_shows_its_exact_request_and_raw_response(author_client,
 
     fragment = author_client.get(exchange_url, **HX).content.decode()
     assert fragment.lstrip().startswith(f'<div class="traj-exchange-content" id="step-{final.pk}-exchange">')
-    request_json = json.loads(html.unescape(re.search(r'id="step-\d+-request">(.*?)</pre>', fragment, re.S).group(1)))
+    request_json = json.loads(html.unescape(re.search(r'id="step-\d+-request"[^>]*>(.*?)</pre>', fragment, re.S).group(1)))
     sent = next(
         r.body for r in fake_llm.requests if r.body["messages"][-1].get("role") == "tool"
     )  # what the fake server received for step 3
@@ -179,7 +179,7 @@ def test_each_model_step_shows_its_exact_request_and_raw_response(author_client,
     assert request_json["messages"][-1]["role"] == "tool" and "$12m" in request_json["messages"][-1]["content"]
     assert "read_file" in [t["function"]["name"] for t in request_json["tools"]]
     assert (request_json["model"], request_json["max_tokens"]) == ("fake-model", rollout.batch.max_output_tokens)
-    response_block = re.search(r'id="step-\d+-response">(.*?)</pre>', fragment, re.S).group(1)
+    response_block = re.search(r'id="step-\d+-response"[^>]*>(.*?)</pre>', fragment, re.S).group(1)
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in response_block and "<script>" not in response_block  # escaped
     assert '\n  "choices": [' in html.unescape(response_block)  # pretty-printed
     assert json.loads(html.unescape(response_block)) == json.loads(final.raw_response)

@@ -114,8 +114,8 @@ def test_a_killed_worker_restarted_at_once_resumes_its_jobs_within_a_visibility_
             print(f"--- log of {worker.nodename} ---\n{worker.log_text()[-8_000:]}")
 
     # Taken over once their heartbeat went stale and their message came back: within one
-    # visibility timeout (and a few seconds of a busy machine), not 2 hours.
-    assert max(resumed_after.values()) < VISIBILITY + 10, resumed_after
+    # visibility timeout (and the seconds a busy machine adds), not 2 hours.
+    assert max(resumed_after.values()) < VISIBILITY + 20, resumed_after  # (18 s seen on a CI machine running other suites)
     rollouts = list(batch.rollouts.order_by("index"))
     assert [r.status for r in rollouts] == [RolloutStatus.COMPLETED] * 4
     for rollout in rollouts:
