@@ -62,7 +62,8 @@ def test_stale_world_save_is_refused_and_keeps_the_users_text(author_client, tea
     fragment = response.content.decode()
     assert "Not saved." in fragment and "since you opened it" in fragment
     assert "My careful rewrite" in fragment  # the user's text is still in the form
-    assert "-First save" in fragment  # and the diff shows what the other save changed
+    # and the saved text is shown with what the user's changes in it marked
+    assert '<div class="diff diff-words"><del>First</del><ins>My</ins> <del>save</del><ins>careful rewrite</ins></div>' in fragment
     world.refresh_from_db()
     assert world.outline == "First save"
 
