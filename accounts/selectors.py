@@ -2,13 +2,18 @@ from django.contrib.auth.models import AnonymousUser
 from django.db.models import QuerySet
 from django.http import Http404
 
-from accounts.models import Membership, Project, User
+from accounts.models import Membership, Project, Role, User
 
 
 def project_list_for_user(*, user: User | AnonymousUser) -> QuerySet[Project]:
     if not user.is_authenticated:
         return Project.objects.none()
     return Project.objects.filter(memberships__user=user).distinct()
+
+
+def authors_anywhere(*, user: User) -> bool:
+    """Whether the user may write tasks in any project (an author or an admin)."""
+    return Membership.objects.filter(user=user, role__in=[Role.AUTHOR, Role.ADMIN]).exists()
 
 
 def membership_for(*, user: User | AnonymousUser, project_id: int) -> Membership | None:

@@ -1,6 +1,7 @@
 """Reads with access rules: every world, document, task and rubric is reached through
 its project's membership. An object of a project the user is not in is a 404."""
 
+from django.core.files.storage import default_storage
 from django.db.models import Count, Max, Q, QuerySet
 from django.http import Http404
 from django.shortcuts import get_object_or_404
@@ -107,6 +108,26 @@ def task_input_file_download(*, input_file: TaskInputFile) -> tuple[bytes, str]:
         with input_file.file.open("rb") as handle:
             return handle.read(), input_file.path.rpartition("/")[2]
     except FileNotFoundError:
+        raise Http404("This input file is missing from storage.") from None
+
+
+def task_input_files_with_text(*, env_task_id: int, frozen: list[dict]) -> list[dict]:
+    """A frozen version's input files ({path, size, sha256}), each with the text the agent's
+    tools read from it while the task still holds those bytes ("" once it does not): one query."""
+    texts = dict(TaskInputFile.objects.filter(env_task_id=env_task_id, sha256__in=[f["sha256"] for f in frozen])
+                 .values_list("sha256", "content"))
+    return [{**f, "text": texts.get(f["sha256"], "")} for f in frozen]
+
+
+def task_input_file_frozen_download(*, entry: dict) -> tuple[bytes, str]:
+    """A frozen input file's bytes ({path, sha256}: stored once by sha256, never changed) and
+    its name, for a download: a 404 when they went missing from storage."""
+    from authoring.services.task_files import task_file_name  # (the services import these selectors)
+
+    try:
+        with default_storage.open(task_file_name(entry["sha256"]), "rb") as handle:
+            return handle.read(), entry["path"].rpartition("/")[2]
+    except OSError:
         raise Http404("This input file is missing from storage.") from None
 
 

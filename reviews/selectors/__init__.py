@@ -15,6 +15,7 @@ from reviews.selectors.queue import (
     submission_list_for_user,
     submission_previous,
     submissions_blind_to,
+    submissions_waiting_count,
     with_visible_reviews,
 )
 
@@ -35,6 +36,7 @@ __all__ = [
     "submission_list_for_user",
     "submission_previous",
     "submissions_blind_to",
+    "submissions_waiting_count",
     "submit_gates",
     "unexplained_probes",
     "with_visible_reviews",

@@ -129,3 +129,8 @@ def reviews_visible_to(*, submission: Submission, user: User) -> tuple[list[Revi
     if reviews and submissions_blind_to(user=user).filter(pk=submission.pk).exists():
         return [], len(reviews)
     return reviews, 0
+
+
+def submissions_waiting_count(*, project_id: int) -> int:
+    """How many of the project's submissions wait for a decision (queued, claimed, or disputed)."""
+    return Submission.objects.filter(project_id=project_id, status__in=Submission.OPEN_STATUSES).count()

@@ -8,8 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.models import Membership, Role
-from accounts.selectors import membership_for, project_list_for_user
+from accounts.selectors import authors_anywhere, membership_for, project_list_for_user
 from authoring.selectors import env_task_counts_for_user, env_task_drafts_for_author, env_task_get_for_user, rubric_version_current
 from core.exceptions import ApplicationError
 from core.views import render_with_error
@@ -30,7 +29,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "adjudications": selectors.adjudication_queue_for_user(user=user)[:20],
         "counts": env_task_counts_for_user(user=user),
         # (what to suggest in an empty list: a reviewer cannot write tasks)
-        "authors_any": Membership.objects.filter(user=user, role__in=[Role.AUTHOR, Role.ADMIN]).exists(),
+        "authors_any": authors_anywhere(user=user),
     }
     return render(request, "reviews/dashboard.html", context)
 

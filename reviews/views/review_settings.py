@@ -13,7 +13,7 @@ from core.exceptions import ApplicationError, PermissionRefused
 from core.views import render_error
 from reviews import selectors, services
 from reviews.forms import ReviewPolicyForm
-from reviews.models import ChecklistItem, Submission
+from reviews.models import ChecklistItem
 
 
 def _project(request: HttpRequest, project_pk: int) -> Project:
@@ -49,7 +49,7 @@ def policy_update(request: HttpRequest, project_pk: int) -> HttpResponse:
                                       **{name: form.cleaned_data[name] for name in ReviewPolicyForm.Meta.fields})
     except ApplicationError as error:
         return render_error(request, "reviews/review_settings.html", _context(project, form), error)
-    waiting = Submission.objects.filter(project_id=project.pk, status__in=Submission.OPEN_STATUSES).count()
+    waiting = selectors.submissions_waiting_count(project_id=project.pk)
     messages.success(request, "Review policy saved. It applies to tasks submitted from now on" + (
         f"; the {waiting} submission{'s' if waiting != 1 else ''} already waiting keep{'s' if waiting == 1 else ''} the number of "
         f"approvals {'it was' if waiting == 1 else 'they were'} submitted with." if waiting else "."))

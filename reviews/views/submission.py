@@ -2,14 +2,12 @@
 the admin's adjudication when the reviewers disagree."""
 
 from django.contrib import messages
-from django.core.files.storage import default_storage
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.selectors import membership_for
-from authoring.models import TaskInputFile
-from authoring.services.task_files import task_file_name
+from authoring.selectors import task_input_file_frozen_download, task_input_files_with_text
 from core.exceptions import ApplicationError
 from core.files import attachment_response
 from core.services import status_history
@@ -47,33 +45,23 @@ def _review_context(request: HttpRequest, submission: Submission, *, form=None, 
         "evidence": submission_evidence(submission=submission, user=user),
         "previous": previous,
         "diff": submission_diff(previous=previous, current=submission) if previous else None,
-        "input_files": _input_files(submission),
+        "input_files": task_input_files_with_text(env_task_id=submission.env_task_id, frozen=_frozen_files(submission)),
     }
 
 
-def _input_files(submission: Submission) -> list[dict]:
-    """The version's input files as frozen ({path, size, sha256}), each with the text the
-    agent's tools read from it when the task still holds those bytes."""
-    frozen = submission.snapshot.get("task", {}).get("input_files") or []
-    texts = dict(TaskInputFile.objects.filter(env_task_id=submission.env_task_id, sha256__in=[f["sha256"] for f in frozen])
-                 .values_list("sha256", "content"))
-    return [{**f, "text": texts.get(f["sha256"], "")} for f in frozen]
+def _frozen_files(submission: Submission) -> list[dict]:
+    return submission.snapshot.get("task", {}).get("input_files") or []
 
 
 @require_GET
 def submission_input_file(request: HttpRequest, pk: int, number: int) -> HttpResponse:
     """The bytes of the version's input file `number` (1-based, in path order), as it was submitted."""
     submission = selectors.submission_get_for_user(user=request.user, pk=pk)
-    frozen = submission.snapshot.get("task", {}).get("input_files") or []
+    frozen = _frozen_files(submission)
     if not 1 <= number <= len(frozen):
         raise Http404("This version has no such input file.")
-    entry = frozen[number - 1]
-    try:
-        with default_storage.open(task_file_name(entry["sha256"]), "rb") as handle:
-            data = handle.read()
-    except OSError:
-        raise Http404("The file's bytes are missing from storage.") from None
-    return attachment_response(data, filename=entry["path"].rsplit("/", 1)[-1], content_type="application/octet-stream")
+    data, name = task_input_file_frozen_download(entry=frozen[number - 1])
+    return attachment_response(data, filename=name, content_type="application/octet-stream")
 
 
 @require_GET
