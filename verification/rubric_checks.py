@@ -15,7 +15,7 @@ from statistics import mean
 
 from authoring.models import Criterion, GraderKind
 from rollouts.models import Grade, GradeStatus, ProbeAnswer
-from verification.probes import CONTROL, KINDS, suggest_pitfall, suggest_tightening
+from verification.probes import CONTROL, KINDS, criterion_topic, suggest_pitfall, suggest_tightening
 from verification.probes.facts import content_words, sentences
 
 LOW_AGREEMENT = 0.3
@@ -60,7 +60,8 @@ def probe_fixes(probe: ProbeAnswer, grade: Grade, fooled: list[Criterion], refer
     detail = probe.detail or {}
     fixes = [{"criterion": c, **suggest_tightening(criterion_text=c.text, is_check=c.grader_kind == GraderKind.CHECK, reference=reference,
                                                    probe_kind=probe.kind, detail=detail)} for c in fooled]
-    return fixes, suggest_pitfall(probe_kind=probe.kind, detail=detail, met_points=grade.met_points)
+    topic = criterion_topic(fooled[0].text) if fooled else ""
+    return fixes, suggest_pitfall(probe_kind=probe.kind, detail=detail, met_points=grade.met_points, reference=reference, topic=topic)
 
 
 def probe_kind_label(probe: ProbeAnswer) -> str:

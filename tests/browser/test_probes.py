@@ -57,8 +57,8 @@ def test_author_finds_a_weak_criterion_with_the_probes_fixes_it_and_sees_them_cl
     expect(flagged).to_contain_text("States the purchase price")
     fix = page.locator("#q-probe-results tr.q-fix-row")
     expect(fix).to_contain_text("The near miss said $53.4 million where the reference answer says $48.5 million")
-    expect(fix).to_contain_text("States the purchase price: $48.5 million exactly, as one committed answer")
-    expect(fix).to_contain_text("Gives an amount other than $48.5 million")
+    expect(fix).to_contain_text("States the purchase price: $48.5 million, given as the answer")
+    expect(fix).to_contain_text("Gives $53.4 million as the purchase price (the reference answer gives $48.5 million)")
     expect(page.locator("#q-probe-results tr", has_text="A refusal")).not_to_have_class("q-flagged")
     fix.scroll_into_view_if_needed()
     page.screenshot(path=screenshot_dir / "45-probes-flagged.png", full_page=True)
@@ -66,7 +66,7 @@ def test_author_finds_a_weak_criterion_with_the_probes_fixes_it_and_sees_them_cl
     # 3. Take the suggested wording: the probes froze version 1, so it is version 2; the panel knows the run is stale.
     fix.get_by_role("button", name="Use the suggested wording for criterion: States the purchase price").click()
     expect(page.locator("#rubric h2")).to_contain_text("version 2")
-    expect(page.locator("#rubric")).to_contain_text("States the purchase price: $48.5 million exactly")
+    expect(page.locator("#rubric")).to_contain_text("States the purchase price: $48.5 million, given as the answer")
     expect(page.locator("#q-probes")).to_contain_text("The rubric has changed since this run")
 
     # 4. Run again: nothing is flagged.

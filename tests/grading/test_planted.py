@@ -55,10 +55,10 @@ def test_a_near_miss_fools_a_rubric_that_pins_no_value_and_the_fix_names_the_val
     near_miss = rows["Near miss: $48.5 million → $53.4 million"]
     assert near_miss["flagged"] and [c.text for c in near_miss["fooled"]] == ["States the purchase price"]
     [fix] = near_miss["fixes"]
-    assert fix["evidence"] == ["$48.5 million"] and fix["text"].startswith("States the purchase price: $48.5 million exactly")
+    assert fix["evidence"] == ["$48.5 million"] and fix["text"].startswith("States the purchase price: $48.5 million, given as the answer")
     assert "said $53.4 million where the reference answer says $48.5 million" in fix["why"]
     assert (
-        near_miss["pitfall"]["text"] == "Gives an amount other than $48.5 million (e.g. $53.4 million)"
+        near_miss["pitfall"]["text"] == "Gives $53.4 million as the purchase price (the reference answer gives $48.5 million)"
         and near_miss["pitfall"]["points"] == -9
     )
     # The same near miss against the strong rubric: the price criterion notices, the answer fails, no flag.

@@ -121,14 +121,39 @@ def test_the_suggested_fixes_name_the_missing_evidence_and_a_pitfall():
     fix = suggest_tightening(
         criterion_text="States the purchase price", is_check=False, reference=SPA, probe_kind="near_miss", detail=near_miss
     )
-    assert fix["evidence"] == ["$48.5 million"] and fix["text"].startswith("States the purchase price: $48.5 million exactly")
+    assert fix["evidence"] == ["$48.5 million"] and fix["text"].startswith("States the purchase price: $48.5 million, given as the answer")
     escrow = suggest_tightening(criterion_text="Mentions the escrow", is_check=False, reference=SPA, probe_kind="echo_criteria", detail={})
-    assert escrow == {"text": "Mentions the escrow, supported by $4.85 million and 18 months", "evidence": ["$4.85 million", "18 months"],
+    assert escrow == {"text": "Mentions the escrow, supported by the facts that show it (at least one of $4.85 million or 18 months)",
+                      "evidence": ["$4.85 million", "18 months"],
                       "why": "Repeating the rubric's own words met this criterion."}
     check = suggest_tightening(
         criterion_text="Mentions 12", is_check=True, reference=SPA, probe_kind="hedging", detail={"fact": "$48.5 million"}
     )
     assert check["text"] is None and "deterministic check" in check["why"]
     assert suggest_pitfall(probe_kind="near_miss", detail=near_miss, met_points=9) == {
-        "text": "Gives an amount other than $48.5 million (e.g. $53.4 million)", "points": -9}
+        "text": "Gives $53.4 million as the amount where the reference answer gives $48.5 million", "points": -9}
     assert suggest_pitfall(probe_kind="model_cheat", detail={"aimed_at": "claims_done"}, met_points=200)["points"] == -100
+
+
+def test_a_suggested_fix_never_rules_out_what_a_correct_answer_also_says():
+    """The fixes are one click away: a wording that a correct answer would fail, or a pitfall it
+    would meet, makes the rubric worse. A correct answer names other amounts than the one the
+    near miss got wrong ($4.85 million beside $48.5 million): the fix asks for the right value
+    as the answer and rules out the wrong one, never "any other value"."""
+    near_miss = {"fact": "$48.5 million", "wrong": "$53.4 million", "fact_kind": "amount"}
+    fix = suggest_tightening(criterion_text="States the purchase price", is_check=False, reference=SPA,
+                             probe_kind="near_miss", detail=near_miss)
+    assert fix["text"] == ("States the purchase price: $48.5 million, given as the answer (offering it as one of several "
+                           "possibilities does not meet it); giving $53.4 million instead does not meet it")
+    pitfall = suggest_pitfall(probe_kind="near_miss", detail=near_miss, met_points=4, reference=SPA, topic="the purchase price")
+    assert pitfall == {"text": "Gives $53.4 million as the purchase price (the reference answer gives $48.5 million)", "points": -4}
+    for text in (fix["text"], pitfall["text"]):
+        assert "other than" not in text and "lists other values" not in text
+    # The near miss turned 18 months into 12 months, a figure the reference itself gives for something else:
+    # no pitfall (the reference would meet it) and no "giving 12 months instead" in the wording.
+    both = SPA + " Completion is due within 12 months."
+    slipped = {"fact": "18 months", "wrong": "12 months", "fact_kind": "duration"}
+    assert suggest_pitfall(probe_kind="near_miss", detail=slipped, met_points=3, reference=both, topic="the escrow period") is None
+    tightened = suggest_tightening(criterion_text="States the escrow period", is_check=False, reference=both,
+                                   probe_kind="near_miss", detail=slipped)
+    assert tightened["text"].startswith("States the escrow period: 18 months, given as the answer") and "12 months" not in tightened["text"]

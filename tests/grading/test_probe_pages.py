@@ -58,8 +58,9 @@ def test_a_flagged_probe_offers_a_fix_that_makes_a_new_rubric_version_and_the_re
     assert "1 flagged" in html and f'<tr id="q-probe-{near_miss.pk}" class="q-flagged">' in html
     fix = re.search(rf'<tr class="q-fix-row" id="q-probe-{near_miss.pk}-fix">(.*?)</td></tr>', html, re.S).group(1)
     assert "The near miss said $53.4 million where the reference answer says $48.5 million" in fix
-    suggested = "States the purchase price: $48.5 million exactly, as one committed answer"
-    assert suggested in fix and "Add this pitfall" in fix and "Gives an amount other than $48.5 million" in fix
+    suggested = "States the purchase price: $48.5 million, given as the answer"
+    pitfall = "Gives $53.4 million as the purchase price (the reference answer gives $48.5 million)"
+    assert suggested in fix and "Add this pitfall" in fix and pitfall in fix
     criterion = price_task.rubric_versions.get().criteria.get()
     form = re.search(rf'<form method="post" action="{reverse("criterion-row", args=[criterion.pk])}"'
                      r'[^>]*hx-target="#rubric"[^>]*>(.*?)</form>', fix, re.S).group(1)
@@ -97,7 +98,8 @@ def test_adding_the_suggested_pitfall_adds_a_negative_criterion(author_client, p
     response = author_client.post(reverse("criterion-add", args=[price_task.pk]), data)
     assert response.status_code == 302 and response["Location"] == reverse("task-editor", args=[price_task.pk])
     added = price_task.rubric_versions.order_by("-number").first().criteria.order_by("position").last()
-    assert (added.text, added.points, added.tag) == ("Gives an amount other than $48.5 million (e.g. $53.4 million)", -4, "pitfall")
+    pitfall = "Gives $53.4 million as the purchase price (the reference answer gives $48.5 million)"
+    assert (added.text, added.points, added.tag) == (pitfall, -4, "pitfall")
 
 
 def test_the_run_keeps_its_settings_and_refuses_impossible_ones(author_client, price_task, endpoint, settings):

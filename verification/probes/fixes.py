@@ -95,7 +95,12 @@ def evidence_for(criterion_text: str, reference: str, *, fact: str = "") -> list
 def suggest_tightening(*, criterion_text: str, is_check: bool, reference: str, probe_kind: str, detail: dict) -> dict:
     """How to rewrite a criterion a probe met so that only a real answer meets it:
     {"text": the criterion rewritten (None for a check, whose settings change instead),
-     "evidence": [the reference's facts it should name], "why": one sentence}."""
+     "evidence": [the reference's facts it should name], "why": one sentence}.
+
+    The rewording must never fail the reference answer, nor a correct answer that says more:
+    it asks for the fact the probe got wrong given as the answer (not "only one value in
+    the whole answer": a correct answer names other figures too), and for unsupported
+    answers one piece of the reference's evidence (not all of it)."""
     aimed = detail.get("aimed_at") or probe_kind
     fact = detail.get("fact", "") if aimed in ("hedging", "near_miss") and detail.get("fact_kind") != CONCLUSION else ""
     evidence = evidence_for(criterion_text, reference, fact=fact)
@@ -120,18 +125,26 @@ def suggest_tightening(*, criterion_text: str, is_check: bool, reference: str, p
         return {"text": None, "evidence": evidence,
                 "why": f"{why} It is a deterministic check: make it require {target} exactly "
                        "(a regex on the whole phrase, or a numeric check with a tight tolerance)."}
-    committed = "as one committed answer (an answer that lists other values does not meet it)"
+    committed = "given as the answer (offering it as one of several possibilities does not meet it)"
+    # A wrong value the reference itself mentions (in another role) must not be ruled out.
+    rule_out = f"; giving {wrong} instead does not meet it" if wrong and wrong not in reference else ""
     if aimed in ("hedging", "near_miss") and evidence:
-        text = f"{base}: {join_and(evidence)} exactly, {committed}"
+        text = f"{base}: {join_and(evidence)}, {committed}{rule_out}"
     elif aimed in ("hedging", "near_miss") and detail.get("fact_kind") == CONCLUSION:
         text = f"{base}, committed to one conclusion (an answer that gives both, or the opposite, does not meet it)"
     elif aimed in ("hedging", "near_miss") and fact:
-        text = f"{base}, {committed}" + (f"; {wrong} does not meet it" if wrong else "")
+        text = f"{base}, {committed}{rule_out}"
+    elif len(evidence) == 1:
+        text = f"{base}, supported by {evidence[0]}"
     elif evidence:
-        text = f"{base}, supported by {join_and(evidence)}"
+        text = f"{base}, supported by the facts that show it (at least one of {join_or(evidence)})"
     else:
         text = f"{base}, naming the specific fact, figure or source that shows it"
     return {"text": text[:5000], "evidence": evidence, "why": why}
+
+
+def join_or(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
 
 
 _PITFALLS = {
@@ -145,16 +158,25 @@ _PITFALLS = {
 }
 
 
-def suggest_pitfall(*, probe_kind: str, detail: dict, met_points: int) -> dict:
+def suggest_pitfall(*, probe_kind: str, detail: dict, met_points: int, reference: str = "", topic: str = "") -> dict | None:
     """A pitfall (negative points) that a probe like this one would meet, worth enough to
-    cancel what it scored: {"text", "points"}."""
+    cancel what it scored: {"text", "points"}; None when no wording would spare the
+    reference answer. A near miss's pitfall names the wrong value itself ("Gives $53.4 million
+    as the purchase price (the reference answer gives $48.5 million)"), never "a value other than $48.5 million": the reference answer,
+    and any correct answer, names other amounts too, and a judge would count them."""
     aimed = detail.get("aimed_at") or probe_kind
+    points = -max(1, min(100, int(met_points or 1)))
     if aimed == "near_miss" and detail.get("wrong"):
+        wrong, fact = detail["wrong"], detail.get("fact", "")
         if detail.get("fact_kind") == CONCLUSION:
-            text = f"Reaches the opposite conclusion to the reference answer's (e.g. “{detail['wrong']}”)"
+            text = f"Reaches the opposite conclusion to the reference answer's (e.g. “{wrong}”)"
+        elif wrong in reference:
+            return None  # the reference answer gives this value too, in another role
+        elif topic and not topic.startswith("whether "):
+            text = f"Gives {wrong} as {topic} (the reference answer gives {fact})"
         else:
             word = KIND_WORDS.get(detail.get("fact_kind"), "value")
-            text = f"Gives {'an' if word[0] in 'aeiou' else 'a'} {word} other than {detail['fact']} (e.g. {detail['wrong']})"
+            text = f"Gives {wrong} as the {word} where the reference answer gives {fact}"
     else:
         text = _PITFALLS.get(aimed, "Scores on the rubric's wording without doing the task")
-    return {"text": text[:5000], "points": -max(1, min(100, int(met_points or 1)))}
+    return {"text": text[:5000], "points": points}
