@@ -1,4 +1,4 @@
-"""The accounts API: tokens and projects."""
+"""The accounts API: tokens, projects and their members."""
 
 from django.conf import settings
 from django.contrib.auth import authenticate
@@ -9,9 +9,17 @@ from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.models import Membership, Project
-from accounts.selectors import membership_get, project_list_for_user
-from accounts.services import LOGIN_REFUSED_MESSAGE, api_token_issue, login_allowed, login_failure_record
+from accounts.models import Membership, Project, Role
+from accounts.selectors import member_get_for_admin, membership_get, project_admin_get, project_list_for_user, project_members
+from accounts.services import (
+    LOGIN_REFUSED_MESSAGE,
+    api_token_issue,
+    login_allowed,
+    login_failure_record,
+    member_add,
+    member_remove,
+    member_role_change,
+)
 from core.apis import ERRORS, ID_PARAMETER, ApiView, DetailSerializer, InvalidRequest, JSONParser
 from core.throttles import client_address
 
@@ -34,7 +42,8 @@ class TokenObtainApi(ApiView):
     @extend_schema(
         operation_id="auth_token_obtain",
         summary="Exchange a username and password for an API token",
-        description="Send the token as `Authorization: Token <token>`. The same token is returned until it is revoked.",
+        description=("Send the token as `Authorization: Token <token>` (or `Bearer <token>`). "
+                     "The same token is returned until it is revoked."),
         request=TokenRequestSerializer,
         responses={
             200: TokenSerializer,
@@ -85,3 +94,59 @@ class ProjectDetailApi(ApiView):
         project = membership.project
         project.role = membership.role
         return Response(ProjectSerializer(project).data)
+
+
+# --- Members (a project's admins) ----------------------------------------------------------
+
+class MemberSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+    email = serializers.CharField(source="user.email", read_only=True)
+
+    class Meta:
+        model = Membership
+        fields = ["id", "project", "username", "email", "role", "created_at"]
+        read_only_fields = fields
+
+
+class MemberAddSerializer(serializers.Serializer):
+    identifier = serializers.CharField(max_length=254, help_text="The user name or email of an existing account.")
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+class MemberRoleSerializer(serializers.Serializer):
+    role = serializers.ChoiceField(choices=Role.choices)
+
+
+@extend_schema(parameters=[ID_PARAMETER])
+class ProjectMembersApi(ApiView):
+    list_filters = ()
+    list_cursor = False  # ordered by role, then name: pages by offset
+
+    @extend_schema(summary="The project's members and their roles (admins)", responses={200: MemberSerializer(many=True), 404: ERRORS[404]})
+    def get(self, request: Request, pk: int) -> Response:
+        project_admin_get(user=request.user, project_id=pk)
+        return self.paginated(project_members(project_id=pk), MemberSerializer)
+
+    @extend_schema(summary="Add an existing account to the project with a role (admins)", request=MemberAddSerializer,
+                   responses={201: MemberSerializer, **ERRORS})
+    def post(self, request: Request, pk: int) -> Response:
+        project = project_admin_get(user=request.user, project_id=pk).project
+        data = self.valid_data(MemberAddSerializer)
+        membership = member_add(project=project, by=request.user, identifier=data["identifier"], role=data["role"])
+        return Response(MemberSerializer(membership).data, status=201)
+
+
+@extend_schema(parameters=[ID_PARAMETER])
+class MemberDetailApi(ApiView):
+    @extend_schema(summary="Change a member's role (admins; a project keeps one admin)", request=MemberRoleSerializer,
+                   responses={200: MemberSerializer, **ERRORS})
+    def patch(self, request: Request, pk: int) -> Response:
+        membership = member_get_for_admin(user=request.user, pk=pk)
+        data = self.valid_data(MemberRoleSerializer)
+        return Response(MemberSerializer(member_role_change(membership=membership, by=request.user, role=data["role"])).data)
+
+    @extend_schema(summary="Remove a member from the project (admins; their work stays)", request=None,
+                   responses={204: None, **ERRORS})
+    def delete(self, request: Request, pk: int) -> Response:
+        member_remove(membership=member_get_for_admin(user=request.user, pk=pk), by=request.user)
+        return Response(status=204)

@@ -1,5 +1,6 @@
 from django.contrib.auth.models import AnonymousUser
-from django.db.models import QuerySet
+from django.db.models import Case, QuerySet, When
+from django.db.models.functions import Lower
 from django.http import Http404
 
 from accounts.models import Membership, Project, Role, User
@@ -33,3 +34,34 @@ def membership_get(*, user: User, project_id: int) -> Membership:
 
 def project_get_for_user(*, user: User, pk: int) -> Project:
     return membership_get(user=user, project_id=pk).project
+
+
+def project_members(*, project_id: int) -> QuerySet[Membership]:
+    """The project's members, admins first, then reviewers, then authors, by user name."""
+    rank = Case(When(role=Role.ADMIN, then=0), When(role=Role.REVIEWER, then=1), default=2)
+    return (Membership.objects.filter(project_id=project_id).select_related("user")
+            .annotate(rank=rank).order_by("rank", Lower("user__username"), "pk"))
+
+
+def project_admin_get(*, user: User, project_id: int) -> Membership:
+    """The user's membership of a project they administer; 404 for anyone else, as the
+    other admin-only pages answer (a member who is not an admin is not told they exist)."""
+    membership = membership_get(user=user, project_id=project_id)
+    if not membership.can_export:
+        raise Http404("No such page.")
+    return membership
+
+
+def member_get_for_admin(*, user: User, pk: int) -> Membership:
+    """A membership of a project the user administers; 404 otherwise."""
+    membership = Membership.objects.select_related("user", "project").filter(pk=pk).first()
+    if membership is None:
+        raise Http404("No such member.")
+    project_admin_get(user=user, project_id=membership.project_id)
+    return membership
+
+
+def has_api_token(*, user: User) -> bool:
+    from rest_framework.authtoken.models import Token
+
+    return Token.objects.filter(user=user).exists()

@@ -2,7 +2,7 @@ import hashlib
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
+from django.db import models, transaction
 from django.utils.text import slugify
 
 from accounts.models import Membership, Project, Role, User
@@ -17,10 +17,11 @@ def require_role(membership: Membership, capability: str) -> None:
         "review": membership.can_review,
         "export": membership.can_export,
         "administer": membership.can_export,
+        "administer_members": membership.can_export,
     }[capability]
     if not allowed:
         verb = {"author": "edit content", "review": "review tasks", "export": "build packs",
-                "administer": "change the project's review settings"}[capability]
+                "administer": "change the project's review settings", "administer_members": "change the project's members"}[capability]
         raise PermissionRefused(f"Your role in this project ({membership.role}) cannot {verb}.")
 
 
@@ -45,6 +46,106 @@ def membership_set(*, project: Project, user: User, role: str) -> Membership:
         raise ApplicationError(f"Unknown role {role!r}; choose one of {', '.join(Role.values)}.")
     membership, _ = Membership.objects.update_or_create(project=project, user=user, defaults={"role": role})
     return membership
+
+
+# --- Members, managed by a project's admins ------------------------------------------------
+# Accounts themselves are made by a site administrator (Django's admin at /admin/); a
+# project's admins add existing accounts, change roles and remove members. A project
+# always keeps one admin. Every change is a line in the project's audit trail.
+
+ROLE_WORDS = {Role.AUTHOR: "author", Role.REVIEWER: "reviewer", Role.ADMIN: "admin"}
+
+
+def _require_admin(project_id: int, by: User) -> None:
+    membership = Membership.objects.filter(project_id=project_id, user=by).first()
+    if membership is None:
+        raise PermissionRefused("You are not a member of this project.")
+    require_role(membership, "administer_members")
+
+
+def _check_role(role: str) -> None:
+    if role not in Role.values:
+        raise ApplicationError(f"Choose a role: {', '.join(Role.values)}.")
+
+
+def _audit(*, project_id: int, actor: User, summary: str, data: dict) -> None:
+    # reviews owns the audit trail and depends on accounts: imported here, not at the top.
+    from reviews.models import AuditVerb
+    from reviews.services.audit import audit_record
+
+    audit_record(project_id=project_id, verb=AuditVerb.MEMBERS_CHANGED, summary=summary, actor=actor, data=data)
+
+
+def _lock_admins(project_id: int) -> list[int]:
+    """The project's admins' membership ids, their rows locked: two admins demoting each
+    other at once cannot leave the project with none."""
+    return list(Membership.objects.select_for_update().filter(project_id=project_id, role=Role.ADMIN)
+                .order_by("pk").values_list("pk", flat=True))
+
+
+@transaction.atomic
+def member_add(*, project: Project, by: User, identifier: str, role: str) -> Membership:
+    """Add an existing account, named by its user name or email, with `role`."""
+    _require_admin(project.pk, by)
+    _check_role(role)
+    identifier = identifier.strip()
+    if not identifier:
+        raise ApplicationError("Give the user name or email of the account to add.")
+    matches = list(User.objects.filter(is_active=True).filter(
+        models.Q(username__iexact=identifier) | models.Q(email__iexact=identifier))[:2])
+    if len(matches) != 1:
+        raise ApplicationError(
+            f"No single account has the user name or email “{identifier[:80]}”. Accounts are made by a site "
+            "administrator (the Django admin at /admin/); ask them, then add it here." if not matches else
+            f"Several accounts have the email “{identifier[:80]}”: give the user name instead.")
+    user = matches[0]
+    existing = Membership.objects.filter(project=project, user=user).first()
+    if existing is not None:
+        raise ApplicationError(f"{user.username} is already a member here ({existing.get_role_display().lower()}): "
+                               "change their role in the list instead.")
+    membership = Membership.objects.create(project=project, user=user, role=role)
+    _audit(project_id=project.pk, actor=by, summary=f"Added {user.username} as {ROLE_WORDS[role]}",
+           data={"user": user.username, "role": role})
+    return membership
+
+
+@transaction.atomic
+def member_role_change(*, membership: Membership, by: User, role: str) -> Membership:
+    _require_admin(membership.project_id, by)
+    _check_role(role)
+    admins = _lock_admins(membership.project_id)
+    membership = Membership.objects.select_related("user").get(pk=membership.pk)
+    if membership.role == role:
+        return membership
+    if membership.role == Role.ADMIN and admins == [membership.pk]:
+        raise ApplicationError(f"{membership.user.username} is this project's only admin: make someone else admin first.")
+    before = membership.role
+    membership.role = role
+    membership.save(update_fields=["role", "updated_at"])
+    _audit(project_id=membership.project_id, actor=by,
+           summary=f"Changed {membership.user.username} from {ROLE_WORDS[before]} to {ROLE_WORDS[role]}",
+           data={"user": membership.user.username, "from": before, "to": role})
+    return membership
+
+
+@transaction.atomic
+def member_remove(*, membership: Membership, by: User) -> None:
+    _require_admin(membership.project_id, by)
+    admins = _lock_admins(membership.project_id)
+    membership = Membership.objects.select_related("user").get(pk=membership.pk)
+    if admins == [membership.pk]:
+        raise ApplicationError(f"{membership.user.username} is this project's only admin: make someone else admin first.")
+    username, role, project_id = membership.user.username, membership.role, membership.project_id
+    membership.delete()
+    _audit(project_id=project_id, actor=by, summary=f"Removed {username} ({ROLE_WORDS[role]})",
+           data={"user": username, "role": role})
+
+
+def api_token_revoke(*, user: User) -> bool:
+    """Delete the user's API token (the next request for one makes a new one). Whether there was one."""
+    from rest_framework.authtoken.models import Token
+
+    return Token.objects.filter(user=user).delete()[0] > 0
 
 
 # --- Sign-in limits ---------------------------------------------------------------------

@@ -1,10 +1,17 @@
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import views as auth_views
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
 
+from accounts import selectors, services
+from accounts.forms import MemberAddForm
+from accounts.models import Project, Role
 from accounts.services import LOGIN_REFUSED_MESSAGE, login_allowed, login_failure_record
+from core.exceptions import ApplicationError
 from core.throttles import client_address
+from core.views import render_error
 
 
 class LoginView(auth_views.LoginView):
@@ -26,3 +33,91 @@ class LoginView(auth_views.LoginView):
         if response.status_code != 302:  # the form was invalid: a failed attempt
             login_failure_record(address=address, username=username)
         return response
+
+
+# --- Members: a project's admins add accounts, change roles, remove members ----------------
+
+ROLE_HELP = {
+    Role.AUTHOR: "writes worlds, tasks and rubrics, runs trials, submits for review",
+    Role.REVIEWER: "reviews submitted tasks in the queue; does not edit content",
+    Role.ADMIN: "everything, plus packs, review settings, the audit trail and members",
+}
+
+
+def _members_context(project: Project, form: MemberAddForm | None = None) -> dict:
+    members = list(selectors.project_members(project_id=project.pk))
+    return {"project": project, "members": members, "form": form or MemberAddForm(), "roles": Role.choices,
+            "role_help": [(label, ROLE_HELP[value]) for value, label in Role.choices],
+            "only_admin": sum(m.role == Role.ADMIN for m in members) == 1}
+
+
+@require_GET
+def project_members(request: HttpRequest, project_pk: int) -> HttpResponse:
+    project = selectors.project_admin_get(user=request.user, project_id=project_pk).project
+    return render(request, "accounts/project_members.html", _members_context(project))
+
+
+@require_POST
+def member_add(request: HttpRequest, project_pk: int) -> HttpResponse:
+    project = selectors.project_admin_get(user=request.user, project_id=project_pk).project
+    form = MemberAddForm(request.POST)
+    try:
+        if not form.is_valid():
+            raise ApplicationError("Give a user name or email and a role.")
+        added = services.member_add(project=project, by=request.user, identifier=form.cleaned_data["identifier"],
+                                    role=form.cleaned_data["role"])
+    except ApplicationError as error:
+        return render_error(request, "accounts/project_members.html", _members_context(project, form), error)
+    messages.success(request, f"{added.user.username} is now a member of {project.name} ({added.get_role_display().lower()}).")
+    return redirect("project-members", project_pk=project.pk)
+
+
+@require_POST
+def member_update(request: HttpRequest, pk: int) -> HttpResponse:
+    membership = selectors.member_get_for_admin(user=request.user, pk=pk)
+    try:
+        changed = services.member_role_change(membership=membership, by=request.user, role=request.POST.get("role", ""))
+    except ApplicationError as error:
+        return render_error(request, "accounts/project_members.html", _members_context(membership.project), error)
+    messages.success(request, f"{changed.user.username} is now {changed.get_role_display().lower()}.")
+    if changed.user_id == request.user.pk and changed.role != Role.ADMIN:
+        return redirect("project-detail", pk=membership.project_id)  # no longer an admin: the members page is gone
+    return redirect("project-members", project_pk=membership.project_id)
+
+
+@require_POST
+def member_remove(request: HttpRequest, pk: int) -> HttpResponse:
+    membership = selectors.member_get_for_admin(user=request.user, pk=pk)
+    project, username, self_removed = membership.project, membership.user.username, membership.user_id == request.user.pk
+    try:
+        services.member_remove(membership=membership, by=request.user)
+    except ApplicationError as error:
+        return render_error(request, "accounts/project_members.html", _members_context(project), error)
+    messages.success(request, f"{username} is no longer a member of {project.name}.")
+    if self_removed:
+        return redirect("dashboard")
+    return redirect("project-members", project_pk=project.pk)
+
+
+# --- The user's own API token ------------------------------------------------------------------
+
+@require_GET
+def api_token(request: HttpRequest) -> HttpResponse:
+    return render(request, "accounts/api_token.html", {"has_token": selectors.has_api_token(user=request.user)})
+
+
+@require_POST
+def api_token_show(request: HttpRequest) -> HttpResponse:
+    """The token, shown on this response only (never in a page a GET returns)."""
+    token = services.api_token_issue(user=request.user)
+    response = render(request, "accounts/api_token.html", {"has_token": True, "token": token,
+                                                           "mcp_url": request.build_absolute_uri("/mcp/")})
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_POST
+def api_token_revoke(request: HttpRequest) -> HttpResponse:
+    if services.api_token_revoke(user=request.user):
+        messages.success(request, "Your API token is revoked: scripts and agents that used it are refused from now on.")
+    return redirect("api-token-page")

@@ -27,6 +27,8 @@ urlpatterns = [
     path("auth/token/", accounts_apis.TokenObtainApi.as_view(), name="api-token"),
     path("projects/", accounts_apis.ProjectListApi.as_view(), name="api-projects"),
     path("projects/<str:pk>/", accounts_apis.ProjectDetailApi.as_view(), name="api-project"),
+    path("projects/<str:pk>/members/", accounts_apis.ProjectMembersApi.as_view(), name="api-project-members"),
+    path("members/<str:pk>/", accounts_apis.MemberDetailApi.as_view(), name="api-member"),
     # authoring
     path("worlds/", authoring_apis.WorldListApi.as_view(), name="api-worlds"),
     path("worlds/import/", authoring_transfer_apis.WorldImportApi.as_view(), name="api-worlds-import"),

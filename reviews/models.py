@@ -220,6 +220,7 @@ class AuditVerb(models.TextChoices):
     PROBE_EXPLAINED = "probe_explained", "Explained a probe"
     POLICY_CHANGED = "policy_changed", "Changed the review policy"
     CHECKLIST_CHANGED = "checklist_changed", "Changed the checklist"
+    MEMBERS_CHANGED = "members_changed", "Changed the members"
 
 
 class AuditEvent(models.Model):

@@ -15,6 +15,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from accounts.models import Membership
 from authoring import services as authoring_services
 from authoring.models import (
     Criterion,
@@ -96,6 +97,11 @@ ROUTES = [
     Route("submission-adjudicate", "disputed", "post", (("decision", "approve"), ("note", "Settled.")), "admin"),
     Route("probe-explain", "flagged_task,flagged_probe", "post", (("note", "A near miss is fine here."),), "author"),
     Route("review-settings", "project", "get", (), "admin"),
+    # members: a project's admins add accounts, change roles, remove members
+    Route("project-members", "project", "get", (), "admin"),
+    Route("member-add", "project", "post", (("identifier", "matrix-newcomer"), ("role", "author")), "admin"),
+    Route("member-update", "membership", "post", (("role", "reviewer"),), "admin"),
+    Route("member-remove", "membership", "post", (), "admin"),
     Route("review-policy-update", "project", "post", (
         ("approvals_required", "2"), ("min_graded_rollouts", "8"), ("pass1_ceiling", "0.9"), ("passk_floor", "0.1"),
         ("queue_alert_threshold", "10"),
@@ -215,6 +221,7 @@ def fingerprint() -> tuple:
         list(ExpertVerdict.objects.values_list("pk", "met")),
         list(Ranking.objects.values_list("pk", "order")),
         ProbeRun.objects.count(),
+        list(Membership.objects.values_list("pk", "role")),
     )
 
 
@@ -224,7 +231,9 @@ def _base(team, o: dict) -> None:
     o.update(
         project=team.project, world=world, document=world.documents.first(), task=task,
         task2=factories.env_task(world, team.author, title="Second"), criterion=task.rubric_versions.get().criteria.first(),
+        membership=Membership.objects.get(user=team.author2),
     )
+    factories.user("matrix-newcomer")  # an account that is no member yet, for the admin to add
 
 
 def _review(team, o: dict) -> None:
@@ -320,7 +329,7 @@ def _probes(team, o: dict) -> None:
 GROUPS = {"base": _base, "review": _review, "drafting": _drafting, "transfer": _transfer, "rollouts": _rollouts, "quality": _quality,
           "probes": _probes}
 BUILT_BY = {
-    **dict.fromkeys(("project", "world", "document", "task", "task2", "criterion"), "base"),
+    **dict.fromkeys(("project", "world", "document", "task", "task2", "criterion", "membership"), "base"),
     **dict.fromkeys(("submission", "pack", "approved", "approved_task", "disputed", "flagged_task", "flagged_probe", "checklist_item",
                       "comment", "resolved_comment"), "review"),
     **dict.fromkeys(("endpoint", "drafted", "version", "run", "job", "proposal", "uploaded"), "drafting"),

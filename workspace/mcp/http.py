@@ -180,7 +180,8 @@ async def _endpoint(request: HttpRequest, *, world_id: int | None = None, overla
 
 
 def _unauthorized() -> JsonResponse:
-    return _rpc_error(401, "Send an API token: Authorization: Bearer <token> (from POST /api/auth/token/).",
+    return _rpc_error(401, "Send an API token: Authorization: Bearer <token> "
+                           "(from the API token page, /account/api-token/, or POST /api/auth/token/).",
                       headers={"WWW-Authenticate": 'Bearer realm="taskwright"'})
 
 
