@@ -34,6 +34,7 @@ ALL_METADATA_FIELDS = list(dict.fromkeys(key for keys in METADATA_FIELDS.values(
 
 
 class WorldForm(forms.Form):
+    revision_of = "authoring.world"  # the object whose revision the form carries (core.views)
     title = forms.CharField(max_length=200)
     outline = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 10}))
     revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
@@ -44,6 +45,7 @@ class WorldForm(forms.Form):
 
 
 class DocumentSkeletonForm(forms.Form):
+    revision_of = "authoring.document"  # the object whose revision the form carries (core.views)
     path = forms.CharField(max_length=500)
     kind = forms.ChoiceField(choices=DocumentKind.choices, initial=DocumentKind.FILE)
     format = forms.ChoiceField(choices=[("", "from the path"), *DocumentFormat.choices], required=False)
@@ -69,6 +71,7 @@ class EnvTaskCreateForm(forms.Form):
 
 
 class EnvTaskForm(forms.Form):
+    revision_of = "authoring.envtask"  # the object whose revision the form carries (core.views)
     title = forms.CharField(max_length=200)
     prompt = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8}))
     deliverable_kind = forms.ChoiceField(choices=DeliverableKind.choices, label="Deliverable")
@@ -107,6 +110,7 @@ CHECK_REQUIRED = {"check_value", "check_pattern", "check_path", "check_cell", "c
 
 
 class CriterionForm(forms.Form):
+    revision_of = "authoring.rubricversion"  # the object whose revision the form carries (core.views)
     text = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), max_length=5000)
     points = forms.IntegerField(min_value=-100, max_value=100, initial=1)
     tag = forms.ChoiceField(choices=CriterionTag.choices, initial=CriterionTag.IMPORTANT)

@@ -1,5 +1,6 @@
 """Small helpers shared by the HTML views of every app."""
 
+from django import forms
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.views import defaults
@@ -41,7 +42,23 @@ def render_error(request: HttpRequest, template: str, context: dict, error: Appl
     (base.html, static/js/app.js), so the user's text stays on screen next to the message.
     """
     context = {**context, "error": error.message, "conflict": error.extra if isinstance(error, StaleEditError) else None}
+    if isinstance(error, StaleEditError):
+        _at_current_revision(context, error.extra)
     return render_with_error(request, template, context, error)
+
+
+def _at_current_revision(context: dict, conflict: dict) -> None:
+    """The form shown again after a stale edit carries the stored revision, so that saving
+    again (the user has now seen the other changes) saves their version over it; with the
+    revision they first sent, every further save would be refused the same way. Only a
+    form whose `revision_of` names the object that changed: a task form is not moved to the
+    rubric's revision when it was the rubric that changed."""
+    for form in context.values():
+        if (isinstance(form, forms.BaseForm) and form.is_bound and "revision" in form.fields
+                and getattr(form, "revision_of", None) == conflict.get("model")):
+            data = form.data.copy()
+            data[form.add_prefix("revision")] = str(conflict["current_revision"])
+            form.data = data
 
 
 def htmx_or_redirect(request: HttpRequest, template: str, context: dict, to: str, *args, **kwargs) -> HttpResponse:

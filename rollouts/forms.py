@@ -42,6 +42,7 @@ class StepCommentForm(forms.Form):
 
 
 class StepCriterionForm(forms.Form):
+    revision_of = "authoring.rubricversion"  # the object whose revision the form carries (core.views)
     text = forms.CharField(label="Criterion", max_length=5000, widget=forms.Textarea(attrs={"rows": 3}))
     points = forms.IntegerField(label="Points (negative = penalty)", min_value=-100, max_value=100, initial=1)
     tag = forms.ChoiceField(label="Tag", choices=CriterionTag.choices, initial=CriterionTag.IMPORTANT)

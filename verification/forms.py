@@ -10,6 +10,7 @@ from verification.services import MAX_CHEATS_PER_KIND
 
 
 class RubricSettingsForm(forms.Form):
+    revision_of = "authoring.rubricversion"  # the object whose revision the form carries (core.views)
     pass_threshold = forms.FloatField(
         label="Pass threshold (0–1)", min_value=0, max_value=1, widget=forms.NumberInput(attrs={"step": "0.05"})
     )

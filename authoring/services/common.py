@@ -58,5 +58,5 @@ def check_revision(*, obj: models.Model, base_revision: int | None, fields: dict
     raise StaleEditError(
         f"{label} was changed by {who} at {when} since you opened it (revision {base_revision} → "
         f"{obj.revision}). Your version is kept: review the changes and save again.",
-        extra={"current_revision": obj.revision, "changes": changes},
+        extra={"current_revision": obj.revision, "changes": changes, "model": obj._meta.label_lower},
     )

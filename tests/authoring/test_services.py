@@ -1,3 +1,5 @@
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -185,3 +187,40 @@ def test_the_page_shows_a_stale_edit_as_marked_words_and_keeps_what_was_typed(cl
     assert response.status_code == 409
     assert '<div class="diff diff-words"><del>Beta</del><ins>Acme</ins> is the buyer.</div>' in page
     assert "@@" not in page and "Acme is the buyer.</textarea>" in page
+
+
+def _hidden_revision(page: str) -> str:
+    return re.search(r'<input type="hidden" name="revision" value="(\d+)"', page).group(1)
+
+
+def test_saving_again_after_a_stale_edit_saves_the_users_version(client, team, world):
+    """The conflict page says "your version is kept: review the changes and save again":
+    the form it shows carries the stored revision, so that second save goes through
+    (it kept sending the first revision, and every save was refused the same way)."""
+    env_task = factories.env_task(world, team.author, title="Price")
+    base = env_task.revision
+    services.env_task_update(env_task=env_task, user=team.author2, base_revision=base, title="Price", prompt="What is the purchase price?",
+                             deliverable_kind=env_task.deliverable_kind, reference_answer=env_task.reference_answer)
+    client.force_login(team.author)
+    mine = {"title": "Price", "prompt": "What is the price, and where is it stated?", "deliverable_kind": "answer",
+            "reference_answer": "$48.5 million, clause 3.1."}
+    refused = client.post(reverse("task-editor", args=[env_task.pk]), {**mine, "revision": base})
+    page = refused.content.decode()
+    assert refused.status_code == 409 and "save again" in page and "where is it stated?</textarea>" in page
+    env_task.refresh_from_db()
+    assert _hidden_revision(page) == str(env_task.revision) != str(base)
+    saved = client.post(reverse("task-editor", args=[env_task.pk]), {**mine, "revision": _hidden_revision(page)})
+    assert saved.status_code == 302
+    env_task.refresh_from_db()
+    assert (env_task.prompt, env_task.reference_answer) == (mine["prompt"], mine["reference_answer"])
+
+    document = world.documents.first()
+    services.document_update(document=document, user=team.author2, base_revision=document.revision, content="Theirs.")
+    form = {"path": document.path, "kind": document.kind, "brief": document.brief, "content": "Mine.",
+            "target_size": "300", "revision": str(document.revision - 1)}
+    refused = client.post(reverse("document-editor", args=[document.pk]), form)
+    assert refused.status_code == 409
+    saved = client.post(reverse("document-editor", args=[document.pk]), {**form, "revision": _hidden_revision(refused.content.decode())})
+    assert saved.status_code in (200, 302), saved.content[:300]
+    document.refresh_from_db()
+    assert document.content == "Mine."
