@@ -11,17 +11,19 @@ from core.exceptions import ApplicationError, PermissionRefused
 
 def require_role(membership: Membership, capability: str) -> None:
     """Raise PermissionRefused unless the membership carries `capability`
-    (one of "author", "review", "export", "administer")."""
+    (one of "author", "review", "export", "administer", "administer_members", "import")."""
     allowed = {
         "author": membership.can_author,
         "review": membership.can_review,
         "export": membership.can_export,
         "administer": membership.can_export,
         "administer_members": membership.can_export,
+        "import": membership.can_export,
     }[capability]
     if not allowed:
         verb = {"author": "edit content", "review": "review tasks", "export": "build packs",
-                "administer": "change the project's review settings", "administer_members": "change the project's members"}[capability]
+                "administer": "change the project's review settings", "administer_members": "change the project's members",
+                "import": "import packs"}[capability]
         raise PermissionRefused(f"Your role in this project ({membership.role}) cannot {verb}.")
 
 

@@ -59,6 +59,12 @@ def env_task_list_for_user(*, user: User, project_id: int | None = None, status:
 ENV_TASK_ROW_FIELDS = ("id", "project_id", "world_id", "title", "deliverable_kind", "status", "revision", "created_at", "updated_at")
 
 
+def env_tasks_in_project(*, user: User, project_id: int, ids: list[int]) -> list[EnvTask]:
+    """These tasks of the project, those the user may see, in the order of `ids`."""
+    found = {t.pk: t for t in env_task_list_for_user(user=user, project_id=project_id).filter(pk__in=ids).select_related("world")}
+    return [found[pk] for pk in ids if pk in found]
+
+
 def env_task_rows_for_user(
     *, user: User, project_id: int | None = None, status: str | None = None, related: tuple[str, ...] = ()
 ) -> QuerySet[EnvTask]:

@@ -150,6 +150,7 @@ class PackDiffSerializer(serializers.Serializer):
     removed = serializers.JSONField()
     changed = serializers.JSONField(help_text="[{task_id, title, from_version, to_version, parts, documents: {added, removed, changed}}]")
     unchanged = serializers.IntegerField()
+    formats = serializers.JSONField(help_text="{added, removed}: the format keys this version has that the previous had not, and back.")
 
 
 @extend_schema(parameters=[ID_PARAMETER])
@@ -226,9 +227,11 @@ class PackImportApi(ApiView):
     @extend_schema(
         summary="Import a Taskwright pack into a project (admins): its tasks become drafts on imported worlds",
         description="Multipart: `project` and `file` (the pack zip, built with Taskwright's own format). The whole pack is checked "
-        "first (ours, complete, every sha256); a refusal imports nothing.",
+        "first (ours, complete, every sha256); a refusal imports nothing. The same pack imported into the same project again "
+        "is refused unless `again` is true (a second copy of every world and task).",
         request={"multipart/form-data": {"type": "object", "properties": {"project": {"type": "integer"},
-                                                                          "file": {"type": "string", "format": "binary"}},
+                                                                          "file": {"type": "string", "format": "binary"},
+                                                                          "again": {"type": "boolean", "default": False}},
                                          "required": ["project", "file"]}},
         responses={201: PackImportResultSerializer, **ERRORS},
     )
@@ -237,7 +240,8 @@ class PackImportApi(ApiView):
         uploaded = request.FILES.get("file")
         if uploaded is None:
             raise InvalidRequest("Send the pack zip in the multipart field `file`.")
-        tasks = services.pack_import(project_id=project_id, user=request.user, uploaded_file=uploaded)
+        again = str(request.data.get("again", "")).lower() in ("1", "true", "on", "yes")
+        tasks = services.pack_import(project_id=project_id, user=request.user, uploaded_file=uploaded, again=again)
         return Response(
             {"task_ids": [t.pk for t in tasks], "world_ids": sorted({t.world_id for t in tasks})}, status=status.HTTP_201_CREATED
         )

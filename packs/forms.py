@@ -15,3 +15,4 @@ class PackForm(forms.Form):
 
 class PackImportForm(forms.Form):
     file = forms.FileField(label="Pack zip (built by Taskwright, with its own format)")
+    again = forms.BooleanField(required=False, label="Import again even if this pack was imported here before (makes a second copy)")

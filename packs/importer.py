@@ -37,6 +37,7 @@ class ImportedPack:
     version: int
     worlds: list[ImportedPackWorld]
     tasks: list[dict]  # taskwright/tasks.jsonl lines
+    manifest_sha256: str = ""  # of manifest.json's bytes: which pack this is, whatever the zip's name
 
 
 def _refuse(reason: str) -> ApplicationError:
@@ -79,7 +80,8 @@ def read_pack(source: BinaryIO) -> tuple[ImportedPack, zipfile.ZipFile]:
     source.seek(0)
     archive = zipfile.ZipFile(source)
     try:
-        manifest = json.loads(safe_member_read(archive, "manifest.json", MAX_JSON_BYTES))
+        manifest_bytes = safe_member_read(archive, "manifest.json", MAX_JSON_BYTES)
+        manifest = json.loads(manifest_bytes)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise _refuse("its manifest.json is not valid JSON.") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT_NAME:
@@ -130,4 +132,5 @@ def read_pack(source: BinaryIO) -> tuple[ImportedPack, zipfile.ZipFile]:
             if held is None or held.get("sha256") != entry["sha256"]:
                 raise _refuse(f"task {n} ({task.get('title')!r}) has the input file {entry['path']!r}, which is not in the pack.")
     pack = manifest.get("pack") or {}
-    return ImportedPack(name=str(pack.get("name") or ""), version=int(pack.get("version") or 0), worlds=worlds, tasks=tasks), archive
+    return ImportedPack(name=str(pack.get("name") or ""), version=int(pack.get("version") or 0), worlds=worlds, tasks=tasks,
+                        manifest_sha256=hashlib.sha256(manifest_bytes).hexdigest()), archive

@@ -6,6 +6,7 @@ from django.shortcuts import get_object_or_404
 from accounts.models import Membership, Role, User
 from packs.build import digest
 from packs.models import Pack, PackStatus
+from reviews.models import AuditEvent, AuditVerb
 
 
 def pack_list_for_user(*, user: User | AnonymousUser, project_id: int | None = None) -> QuerySet[Pack]:
@@ -18,7 +19,7 @@ def pack_list_for_user(*, user: User | AnonymousUser, project_id: int | None = N
     )
     if project_id is not None:
         qs = qs.filter(project_id=project_id)
-    return qs
+    return qs.order_by("-created_at", "-id")  # the newest build first (an annotated query drops Meta.ordering)
 
 
 def pack_get_for_user(*, user: User, pk: int) -> Pack:
@@ -73,6 +74,8 @@ def pack_diff(*, pack: Pack, previous: Pack) -> dict:
                     for pk in sorted(set(before) - set(now), key=lambda pk: before[pk].position)],
         "changed": changed,
         "unchanged": len(set(now) & set(before)) - len(changed),
+        "formats": {"added": [f for f in pack.formats if f not in previous.formats],
+                    "removed": [f for f in previous.formats if f not in pack.formats]},
     }
 
 
@@ -88,3 +91,9 @@ def pack_format_files(*, pack: Pack, key: str) -> list[str]:
     if writer_class(key).needs_worlds:  # the formats that run agents: they read the worlds and the tasks' input files
         paths = list(contents.get("worlds") or []) + list(contents.get("task_files") or []) + paths
     return [*paths, "README.md", "manifest.json"]
+
+
+def pack_import_earlier(*, project_id: int, manifest_sha256: str) -> AuditEvent | None:
+    """The audit line of an earlier import of the same pack into the project, if any."""
+    return (AuditEvent.objects.filter(project_id=project_id, verb=AuditVerb.PACK_IMPORTED, data__manifest_sha256=manifest_sha256)
+            .select_related("actor").order_by("-at").first())

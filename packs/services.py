@@ -29,9 +29,11 @@ from packs.formats import ALL_FORMATS
 from packs.formats.records import input_file_path
 from packs.importer import MAX_WORLD_ZIP_BYTES, read_pack
 from packs.models import Pack, PackStatus, PackTaskEntry, PackWorldEntry
+from packs.selectors import pack_import_earlier
 from packs.tasks import build_pack
-from reviews.models import Submission, SubmissionStatus
+from reviews.models import AuditVerb, Submission, SubmissionStatus
 from reviews.selectors.audit import audit_trails_for_tasks
+from reviews.services.audit import audit_record
 from verification.selectors import task_measurements
 
 logger = logging.getLogger(__name__)
@@ -95,16 +97,21 @@ def newest_approved_submission_ids(submissions) -> list[int]:
 
 
 def pack_build_again(*, pack: Pack, user: User) -> Pack:
-    """The next version of a pack: the same name and formats, with every task its newest
-    version held (built again from an older version's page too, so a task a later version
-    added is not dropped) at its newest approved version (tasks approved since are added on
-    the Packs page)."""
+    """The next version of a pack: the same name, the formats of its newest built version,
+    and every task its newest version held (built again from an older version's page too,
+    so a task a later version added is not dropped) at its newest approved version (tasks
+    approved since are added on the Packs page)."""
     require_role(membership_get(user=user, project_id=pack.project_id), "export")
-    pack = Pack.objects.filter(project_id=pack.project_id, name=pack.name).order_by("-version").first() or pack
+    versions = Pack.objects.filter(project_id=pack.project_id, name=pack.name).order_by("-version")
+    pack = versions.first() or pack
+    # The formats of the newest version that was built: a failed or cancelled try with fewer
+    # formats must not quietly drop the others from the release.
+    built = versions.filter(status=PackStatus.READY).first()
     ids = newest_approved_submission_ids(Submission.objects.filter(env_task_id__in=pack.submissions.values("env_task_id")))
     if not ids:
         raise ApplicationError("None of this pack's tasks has an approved version any more: build a new pack on the Packs page.")
-    return pack_create(project_id=pack.project_id, user=user, name=pack.name, submission_ids=ids, formats=pack.formats or None)
+    return pack_create(project_id=pack.project_id, user=user, name=pack.name, submission_ids=ids,
+                       formats=(built or pack).formats or None)
 
 
 class BuildCancelled(Exception):
@@ -313,17 +320,26 @@ def _write_pack_file(pack: Pack) -> None:
         pack.file.storage.delete(stored_name)
 
 
-def pack_import(*, project_id: int, user: User, uploaded_file) -> list:
+def pack_import(*, project_id: int, user: User, uploaded_file, again: bool = False) -> list:
     """The tasks of a Taskwright pack (its own format), rebuilt in the project as drafts
     on worlds imported from the pack's world zips: prompts, reference answers, rubrics and
     grading settings as they were. Admins only. The whole pack is checked first (ours,
     complete, every sha256); then it is stored in one transaction, so a refusal at any
-    point leaves nothing behind."""
-    require_role(membership_get(user=user, project_id=project_id), "export")
+    point leaves nothing behind. The same pack imported into the same project again is
+    refused unless `again` (a second copy of every world and task is rarely what was meant:
+    a reloaded result page or a second upload made silent duplicates)."""
+    require_role(membership_get(user=user, project_id=project_id), "import")
     uploaded_file.seek(0)
     parsed, archive = read_pack(uploaded_file.file if hasattr(uploaded_file, "file") else uploaded_file)
     created = []
     with archive, transaction.atomic():
+        before = pack_import_earlier(project_id=project_id, manifest_sha256=parsed.manifest_sha256)
+        if before is not None and not again:
+            who = before.actor.username if before.actor else "someone"
+            raise ApplicationError(
+                f"This pack ({parsed.name} v{parsed.version}) was already imported into this project by {who} on "
+                f"{timezone.localtime(before.at):%Y-%m-%d %H:%M}: its tasks are drafts here already. Nothing was imported; "
+                "to make a second copy of every world and task, import it again with “Import again” ticked (API: again=true).")
         worlds = {}
         for entry in parsed.worlds:
             data = safe_member_read(archive, entry.zip_name, MAX_WORLD_ZIP_BYTES)
@@ -355,5 +371,9 @@ def pack_import(*, project_id: int, user: User, uploaded_file) -> list:
                 task_input_file_add_bytes(env_task=env_task, user=user, path=entry["path"], data=data)
             env_task.refresh_from_db()
             created.append(env_task)
+        audit_record(project_id=project_id, verb=AuditVerb.PACK_IMPORTED, actor=user,
+                     summary=f"Imported the pack {parsed.name} v{parsed.version}: {len(created)} task(s) as drafts",
+                     data={"manifest_sha256": parsed.manifest_sha256, "task_ids": [t.pk for t in created]})
     logger.info("Pack %s v%s imported into project %s: %d tasks", parsed.name, parsed.version, project_id, len(created))
     return created
+

@@ -1,11 +1,13 @@
 from django.contrib import messages
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.models import Role
 from accounts.selectors import membership_get, project_list_for_user
 from accounts.services import require_role
+from authoring.selectors import env_tasks_in_project
 from core.exceptions import ApplicationError
 from core.listing import ListSpec, list_page
 from core.views import render_error, render_with_error
@@ -14,6 +16,7 @@ from packs.downloads import format_download_response
 from packs.formats import FORMATS
 from packs.forms import PackForm, PackImportForm
 from packs.models import Pack, PackStatus
+from reviews.models import Submission
 from reviews.selectors import approved_submissions_for_project
 
 
@@ -26,14 +29,36 @@ def _admin_membership(request: HttpRequest, project_pk: int):
     return membership
 
 
+def _build_form_context(request: HttpRequest, project, form: PackForm | None = None, **extra) -> dict:
+    """The Packs page. What is ticked: after a refused build, what the admin had ticked; at
+    first, every format and the newest approved version of each task (a pack holds one
+    version of a task, so ticking every version would always be refused)."""
+    approved = list(approved_submissions_for_project(user=request.user, project_id=project.pk))
+    by_task: dict[int, Submission] = {}
+    for submission in approved:
+        kept = by_task.get(submission.env_task_id)
+        if kept is None or submission.number > kept.number:
+            by_task[submission.env_task_id] = submission
+    for submission in approved:
+        newer = by_task[submission.env_task_id]
+        submission.newer_number = newer.number if newer.pk != submission.pk else None
+    if form is not None and form.is_bound:
+        ticked = {str(pk) for pk in form.data.getlist("submissions")}
+        ticked_formats = set(form.data.getlist("formats"))
+    else:
+        ticked = {str(s.pk) for s in by_task.values()}
+        ticked_formats = set(FORMATS)
+    return {"project": project, "approved": approved, "form": form or PackForm(approved=approved), "import_form": PackImportForm(),
+            "formats": [(key, label) for key, (_, _, label) in FORMATS.items()], "ticked": ticked, "ticked_formats": ticked_formats,
+            "packs": selectors.pack_list_for_user(user=request.user, project_id=project.pk), **extra}
+
+
 @require_http_methods(["GET", "POST"])
 def pack_list(request: HttpRequest, project_pk: int) -> HttpResponse:
     membership = _admin_membership(request, project_pk)
     approved = approved_submissions_for_project(user=request.user, project_id=project_pk)
     form = PackForm(request.POST or None, approved=approved)
-    context = {"project": membership.project, "approved": approved, "form": form, "import_form": PackImportForm(),
-               "formats": [(key, label) for key, (_, _, label) in FORMATS.items()],
-               "packs": selectors.pack_list_for_user(user=request.user, project_id=project_pk)}
+    context = _build_form_context(request, membership.project, form)
     if request.method == "POST":
         try:
             if not form.is_valid():
@@ -71,13 +96,22 @@ def pack_import(request: HttpRequest, project_pk: int) -> HttpResponse:
     try:
         if not form.is_valid():
             raise ApplicationError("Choose a pack zip to import.")
-        tasks = services.pack_import(project_id=project_pk, user=request.user, uploaded_file=form.cleaned_data["file"])
+        tasks = services.pack_import(project_id=project_pk, user=request.user, uploaded_file=form.cleaned_data["file"],
+                                     again=form.cleaned_data["again"])
     except ApplicationError as error:
-        approved = approved_submissions_for_project(user=request.user, project_id=project_pk)
-        context = {"project": membership.project, "approved": approved, "form": PackForm(approved=approved), "import_form": form,
-                   "formats": [(key, label) for key, (_, _, label) in FORMATS.items()],
-                   "packs": selectors.pack_list_for_user(user=request.user, project_id=project_pk), "import_error": error.message}
+        context = _build_form_context(request, membership.project, import_error=error.message)
+        context["import_form"] = form
         return render(request, "packs/pack_list.html", context, status=400)
+    # Redirected: reloading the result page must not import the pack a second time.
+    return redirect(f"{reverse('pack-imported', args=[project_pk])}?tasks={','.join(str(t.pk) for t in tasks)}")
+
+
+@require_GET
+def pack_imported(request: HttpRequest, project_pk: int) -> HttpResponse:
+    """What an import made: the tasks named in ?tasks= that the user may see in the project."""
+    membership = _admin_membership(request, project_pk)
+    ids = [int(part) for part in request.GET.get("tasks", "").split(",") if part.isdigit()][:1000]
+    tasks = env_tasks_in_project(user=request.user, project_id=project_pk, ids=ids)
     return render(request, "packs/pack_imported.html", {"project": membership.project, "tasks": tasks})
 
 
@@ -88,10 +122,13 @@ def pack_detail(request: HttpRequest, pk: int) -> HttpResponse:
     manifest = pack.manifest or {}
     contents = manifest.get("contents") or {}
     formats = [{"key": key, "label": FORMATS[key][2], "files": contents.get(key, [])} for key in pack.formats if key in FORMATS]
+    diff = selectors.pack_diff(pack=pack, previous=previous) if previous else None
     context = {
         "project": pack.project, "pack": pack, "formats": formats, "files": manifest.get("files") or [],
         "worlds": pack.world_entries.all(), "tasks": pack.task_entries.all()[:200], "task_total": pack.task_entries.count(),
-        "previous": previous, "diff": selectors.pack_diff(pack=pack, previous=previous) if previous else None,
+        "previous": previous, "diff": diff,
+        "formats_changed": {side: [FORMATS[key][2] for key in keys if key in FORMATS] for side, keys in diff["formats"].items()}
+        if diff else None,
         "versions": selectors.pack_versions(pack=pack),
     }
     return render(request, "packs/pack_detail.html", context)

@@ -221,6 +221,7 @@ class AuditVerb(models.TextChoices):
     POLICY_CHANGED = "policy_changed", "Changed the review policy"
     CHECKLIST_CHANGED = "checklist_changed", "Changed the checklist"
     MEMBERS_CHANGED = "members_changed", "Changed the members"
+    PACK_IMPORTED = "pack_imported", "Imported a pack"
 
 
 class AuditEvent(models.Model):

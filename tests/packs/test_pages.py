@@ -124,20 +124,32 @@ def test_pack_import_through_the_page_and_the_api_and_refusals(demo_pack, client
     client.force_login(target_admin)
     from django.core.files.uploadedfile import SimpleUploadedFile
 
-    page = client.post(reverse("pack-import", args=[target.pk]), {"file": SimpleUploadedFile("release.zip", data)})
+    imported = client.post(reverse("pack-import", args=[target.pk]), {"file": SimpleUploadedFile("release.zip", data)})
+    assert imported.status_code == 302 and imported["Location"].startswith(reverse("pack-imported", args=[target.pk]))
+    page = client.get(imported["Location"])  # a reload of the result imports nothing more
     assert page.status_code == 200 and "1 task now in this project" in page.content.decode()
     assert "on the world imported with it (each world of the pack once)" in page.content.decode()
+    client.get(imported["Location"])
+    assert target.env_tasks.count() == 1
+    # The same pack again (a second upload): refused, saying when it was imported and how to make a copy on purpose.
+    again = client.post(reverse("pack-import", args=[target.pk]), {"file": SimpleUploadedFile("release (1).zip", data)})
+    assert again.status_code == 400 and "was already imported into this project by" in again.content.decode()
+    assert "Nothing was imported" in again.content.decode() and target.env_tasks.count() == 1
     refused = client.post(reverse("pack-import", args=[target.pk]), {"file": SimpleUploadedFile("bad.zip", b"not a zip")})
     assert refused.status_code == 400 and "Nothing was imported" in refused.content.decode()
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=target_admin).key}")
     answer = api.post("/api/packs/import/", {"project": target.pk, "file": SimpleUploadedFile("release.zip", data)}, format="multipart")
+    assert answer.status_code == 400 and "already imported" in answer.json()["detail"]
+    answer = api.post("/api/packs/import/", {"project": target.pk, "file": SimpleUploadedFile("release.zip", data), "again": "true"},
+                      format="multipart")
     assert answer.status_code == 201 and len(answer.json()["task_ids"]) == 1
     author_api = APIClient()
     author_api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=target_author).key}")
-    assert author_api.post("/api/packs/import/", {"project": target.pk, "file": SimpleUploadedFile("r.zip", data)},
-                           format="multipart").status_code == 403
+    refused = author_api.post("/api/packs/import/", {"project": target.pk, "file": SimpleUploadedFile("r.zip", data)}, format="multipart")
+    assert refused.status_code == 403 and "cannot import packs" in refused.json()["detail"]
     assert target.env_tasks.count() == 2
+    assert "Imported the pack" in client.get(reverse("project-audit", args=[target.pk])).content.decode()
     # another project's admin sees none of these packs
     client.force_login(target_admin)
     assert client.get(reverse("pack-detail", args=[pack.pk])).status_code == 404
@@ -202,3 +214,55 @@ def test_versions_count_per_pack_name_and_build_again_keeps_the_newest_task_set(
     client.force_login(admin)
     page = client.get(reverse("pack-detail", args=[second.pk])).content.decode()
     assert "Build again as version 4" in page
+
+
+def test_the_build_form_ticks_the_newest_version_of_each_task_and_keeps_the_admins_ticks(demo_pack, client):
+    """With v1 and v2 of a task approved, the form ticked both, and building with its defaults
+    was always refused ("a pack holds one version of each task"); after any refusal every box
+    came back ticked, formats too."""
+    project = demo_pack.project
+    admin, author, reviewer = (project.memberships.get(role=r).user for r in (Role.ADMIN, Role.AUTHOR, Role.REVIEWER))
+    task = factories.env_task(demo_pack.env_task.world, author, title="Landlord consent")
+    v1 = approve(task, author=author, reviewer=reviewer)
+    task.refresh_from_db()
+    authoring_services.env_task_start_new_version(env_task=task, user=author)
+    task.refresh_from_db()
+    authoring_services.env_task_update(env_task=task, user=author, base_revision=task.revision, title=task.title,
+                                       prompt=task.prompt + " Cite the clause.", deliverable_kind=task.deliverable_kind,
+                                       reference_answer=task.reference_answer)
+    v2 = approve(task, author=author, reviewer=reviewer)
+    client.force_login(admin)
+    page = client.get(reverse("pack-list", args=[project.pk])).content.decode()
+    assert f'id="sub-{v2.pk}" checked' in page and f'id="sub-{v1.pk}">' in page
+    assert "(older: v2 is approved too; a pack holds one version of a task)" in page
+    assert all(f'id="format-{key}" checked' in page for key in ("apex", "healthbench", "inspect", "huggingface", "taskwright"))
+
+    refused = client.post(reverse("pack-list", args=[project.pk]), {"name": "", "submissions": [v1.pk],
+                                                                   "formats": ["healthbench"]})
+    page = refused.content.decode()
+    assert refused.status_code == 422
+    assert f'id="sub-{v1.pk}" checked' in page and f'id="sub-{v2.pk}">' in page
+    assert 'id="format-healthbench" checked' in page and 'id="format-apex">' in page
+
+    # Built by default, the pack holds v2; the list shows the newest build first.
+    client.post(reverse("pack-list", args=[project.pk]), {"name": "Release", "submissions": [v2.pk], "formats": ["taskwright"]})
+    client.post(reverse("pack-list", args=[project.pk]), {"name": "Second", "submissions": [v2.pk], "formats": ["taskwright"]})
+    page = client.get(reverse("pack-list", args=[project.pk])).content.decode()
+    assert page.index("Second v1") < page.index("Release v1")
+
+
+def test_the_diff_names_formats_dropped_and_build_again_takes_the_formats_of_the_last_build(demo_pack, client):
+    project = demo_pack.project
+    admin = _admin(project)
+    first = _built(project, admin, [demo_pack.submission.pk], formats=["healthbench", "taskwright"])
+    second = _built(project, admin, [demo_pack.submission.pk], formats=["taskwright"])
+    client.force_login(admin)
+    page = client.get(reverse("pack-detail", args=[second.pk])).content.decode()
+    assert "removed HealthBench-style rubric JSONL</strong> (not in this version)" in page
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=admin).key}")
+    assert api.get(f"/api/packs/{second.pk}/diff/").json()["formats"] == {"added": [], "removed": ["healthbench"]}
+    # A try with fewer formats that failed does not narrow the next build.
+    failed = pack_create(project_id=project.pk, user=admin, name="Release", submission_ids=[demo_pack.submission.pk], formats=["apex"])
+    Pack.objects.filter(pk=failed.pk).update(status=PackStatus.FAILED, error="A document could not be rendered.")
+    assert pack_build_again(pack=first, user=admin).formats == ["taskwright"]

@@ -10,6 +10,7 @@ where the zip is and its sha256.
 import shutil
 
 from django.core.management.base import BaseCommand, CommandError
+from django.http import Http404
 
 from accounts.models import Project, User
 from core.exceptions import ApplicationError
@@ -45,6 +46,8 @@ class Command(BaseCommand):
         try:
             pack = pack_create(project_id=project_row.pk, user=user, name=name, submission_ids=submissions,
                                formats=[f.strip() for f in formats.split(",") if f.strip()])
+        except Http404:
+            raise CommandError(f"{username} is not a member of {project_row.name}: only its admins build packs.") from None
         except ApplicationError as exc:
             raise CommandError(exc.message) from None
         pack_build(pack_id=pack.pk)  # here and now; the worker's message finds it built and does nothing
