@@ -122,6 +122,7 @@ ROUTES = [
     Route("task-audit", "task", "get", htmx=True),
     Route("project-audit", "project", "get", (), "admin"),
     Route("pack-list", "project", "get", (), "admin"),
+    Route("pack-imported", "project", "get", (), "admin"),
     Route("pack-list", "project", "post", (("name", "p"), ("submissions", "approved"), ("formats", "taskwright")), "admin"),
     Route("pack-detail", "pack", "get", (), "admin"),
     Route("pack-build-again", "pack", "post", (), "admin"),
