@@ -4,6 +4,12 @@ Block form: {"blocks": [{"type", "level", "text", "items", "header", "rows"}]} w
 block carries all six keys (so a model's JSON schema can require them all); the keys that
 do not apply to the type are empty: level 0, text "", items [], header [], rows [].
 All text fields hold inline markdown (`**bold**`, `*italic*`), kept as written.
+
+A document is laid out as its author wrote it: a line break in the source is a line break
+in the docx and pdf (inline_runs), and a numbered list whose items are not numbered 1, 2,
+3 … carries "numbers", each item's number as written ("4. Conditions", then "6. Payment"
+stays 4 and 6: CommonMark alone would number them 4 and 5). The HTML preview does the same
+(core.sanitize.document_markdown_to_safe_html).
 """
 
 from dataclasses import dataclass
@@ -48,23 +54,23 @@ def _close_index(tokens, i: int) -> int:
 
 def list_items(tokens, start: int, end: int) -> list[str]:
     """The items of a list token span, nested lists flattened into it in reading order.
-    An item of several paragraphs is joined with spaces."""
+    An item keeps its line breaks; an item of several paragraphs is joined by one."""
     items: list[str] = []
     parts: list[str] | None = None
     depth = 0
     for tok in tokens[start:end]:
         if tok.type == "list_item_open":
             if parts is not None and parts:
-                items.append(" ".join(parts))
+                items.append("\n".join(parts))
             parts = []
             depth += 1
         elif tok.type == "list_item_close":
             depth -= 1
             if parts:
-                items.append(" ".join(parts))
+                items.append("\n".join(parts))
             parts = [] if depth else None
         elif tok.type == "inline" and parts is not None:
-            parts.append(tok.content.replace("\n", " "))
+            parts.append("\n".join(line.strip() for line in tok.content.split("\n")))
     return items
 
 
@@ -84,6 +90,17 @@ def table_cells(tokens, start: int, end: int) -> tuple[list[str], list[list[str]
     return header, rows
 
 
+def item_numbers(tokens, start: int, end: int) -> list[int]:
+    """The numbers the items of the ordered list opened at `start` were written with, one
+    per item as list_items flattens them (a nested item continues from the one before)."""
+    numbers: list[int] = []
+    for tok in tokens[start + 1:end]:
+        if tok.type == "list_item_open":
+            written = tok.info.isdigit() and tok.level == tokens[start].level + 1
+            numbers.append(int(tok.info) if written else (numbers[-1] + 1 if numbers else 1))
+    return numbers
+
+
 def parse_blocks(content: str) -> dict:
     tokens = _md.parse(content or "")
     blocks: list[dict] = []
@@ -100,6 +117,10 @@ def parse_blocks(content: str) -> dict:
             end = _close_index(tokens, i)
             kind = "bullets" if tok.type == "bullet_list_open" else "numbered"
             blocks.append(block(kind, items=list_items(tokens, i + 1, end)))
+            if kind == "numbered":
+                numbers = item_numbers(tokens, i, end)
+                if numbers != list(range(1, len(numbers) + 1)):
+                    blocks[-1]["numbers"] = numbers
             i = end
         elif tok.type == "table_open":
             end = _close_index(tokens, i)
@@ -117,6 +138,13 @@ def parse_blocks(content: str) -> dict:
 
 def _one_line(text: str) -> str:
     return " ".join(str(text or "").split())
+
+
+def _item(marker: str, text: str) -> str:
+    """A list item in markdown: its lines kept, continuation lines indented under the marker."""
+    lines = [" ".join(line.split()) for line in str(text or "").split("\n")]
+    lines = [line for line in lines if line] or [""]
+    return "\n".join([f"{marker} {lines[0]}", *(" " * (len(marker) + 1) + line for line in lines[1:])])
 
 
 def _cell(text: str) -> str:
@@ -158,9 +186,11 @@ def blocks_to_markdown(blocks: list[dict]) -> str:
             if items:
                 variant = 1 - previous_list[1] if previous_list and previous_list[0] == kind else 0
                 if kind == "bullets":
-                    written = "\n".join(f"{'*' if variant else '-'} {_one_line(x)}" for x in items)
+                    written = "\n".join(_item("*" if variant else "-", x) for x in items)
                 else:
-                    written = "\n".join(f"{n}{')' if variant else '.'} {_one_line(x)}" for n, x in enumerate(items, 1))
+                    numbers = list(b.get("numbers") or [])
+                    numbers += range(len(numbers) + 1, len(items) + 1)
+                    written = "\n".join(_item(f"{n}{')' if variant else '.'}", x) for n, x in zip(numbers, items, strict=False))
                 out.append(written)
                 previous_list = (kind, variant)
                 continue
@@ -220,7 +250,7 @@ def inline_runs(text: str) -> list[Run]:
         elif tok.type == "code_inline":
             runs.append(Run(tok.content, bool(bold), bool(italic), code=True))
         elif tok.type == "softbreak":
-            piece = " "
+            piece = "\n"  # a line break in the source is one in the document
         elif tok.type == "hardbreak":
             piece = "\n"
         elif tok.type == "image":

@@ -90,7 +90,8 @@ def render_pdf(blocks: list[dict]) -> bytes:
             pdf.runs(inline_runs(b["text"]), 11)
             pdf.ln(3)
         elif kind in ("bullets", "numbered"):
-            for n, item in enumerate(b["items"], 1):
+            numbers = [*(b.get("numbers") or []), *range(len(b.get("numbers") or []) + 1, len(b["items"]) + 1)]
+            for n, item in zip(numbers, b["items"], strict=False):
                 marker = f"{n}." if kind == "numbered" else "•"
                 pdf.set_font(pdf.family, "", 11)
                 pdf.set_x(pdf.l_margin + 4)

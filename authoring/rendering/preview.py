@@ -1,7 +1,7 @@
 """Sanitized HTML previews of documents for the browser.
 
 Every piece of user or model text is either escaped here or rendered by
-core.sanitize.markdown_to_safe_html; the assembled HTML goes through clean_html once
+core.sanitize.document_markdown_to_safe_html; the assembled HTML goes through clean_html once
 more before it is marked safe, so nothing unescaped reaches a template.
 """
 
@@ -11,7 +11,7 @@ import re
 from django.utils.html import escape, linebreaks
 from django.utils.safestring import SafeString, mark_safe
 
-from core.sanitize import clean_html, markdown_to_safe_html
+from core.sanitize import clean_html, document_markdown_to_safe_html
 
 from .base import RenderError, require_kind_format
 from .events import repeats_in_words
@@ -24,7 +24,7 @@ from .workbook import Workbook
 
 
 def _md(text: str) -> str:
-    return str(markdown_to_safe_html(text))
+    return str(document_markdown_to_safe_html(text))
 
 
 def _dl(rows: list[tuple[str, str]]) -> str:

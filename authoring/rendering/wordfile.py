@@ -86,6 +86,7 @@ def _set_num(paragraph, num_id: int) -> None:
 
 def render_docx(blocks: list[dict], *, author: str = "") -> bytes:
     import docx
+    from docx.shared import Cm
 
     document = docx.Document()
     props = document.core_properties
@@ -104,6 +105,14 @@ def render_docx(blocks: list[dict], *, author: str = "") -> bytes:
         elif kind == "bullets":
             for item in b["items"]:
                 _add_runs(document.add_paragraph(style="List Bullet"), inline_runs(item))
+        elif kind == "numbered" and b.get("numbers"):
+            # Numbered as the author wrote them (4, then 6): the numbers are text, with a
+            # hanging indent as Word's own list has (automatic numbering would renumber them).
+            for number, item in zip(b["numbers"], b["items"], strict=False):
+                paragraph = document.add_paragraph()
+                paragraph.paragraph_format.left_indent = Cm(0.75)
+                paragraph.paragraph_format.first_line_indent = Cm(-0.75)
+                _add_runs(paragraph, [Run(f"{number}.\t", False, False), *inline_runs(item)])
         elif kind == "numbered":
             numbered_lists += 1
             num_id = _restart_numbering(document, "List Number") if numbered_lists > 1 else None
