@@ -2,6 +2,7 @@ import regex
 from django import forms
 
 from authoring.models import CriterionTag, DeliverableKind, DocumentFormat, DocumentKind, GraderKind
+from core.forms import MultilineField
 
 # The metadata fields the document editor shows for each kind, in order (a field of
 # another kind shows too when it has a value, so nothing stored is out of sight).
@@ -36,7 +37,7 @@ ALL_METADATA_FIELDS = list(dict.fromkeys(key for keys in METADATA_FIELDS.values(
 class WorldForm(forms.Form):
     revision_of = "authoring.world"  # the object whose revision the form carries (core.views)
     title = forms.CharField(max_length=200)
-    outline = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 10}))
+    outline = MultilineField(rows=10)
     revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     def facts_from(self, data) -> list[dict]:
@@ -49,13 +50,13 @@ class DocumentSkeletonForm(forms.Form):
     path = forms.CharField(max_length=500)
     kind = forms.ChoiceField(choices=DocumentKind.choices, initial=DocumentKind.FILE)
     format = forms.ChoiceField(choices=[("", "from the path"), *DocumentFormat.choices], required=False)
-    brief = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    brief = MultilineField(rows=2)
     target_size = forms.IntegerField(min_value=0, max_value=100_000, initial=300)
     revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
 
 class DocumentForm(DocumentSkeletonForm):
-    content = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 18}))
+    content = MultilineField(rows=18)
     locked = forms.BooleanField(required=False, label="Locked (drafting never touches it)")
 
     def metadata_from(self, data, current: dict) -> dict:
@@ -73,9 +74,9 @@ class EnvTaskCreateForm(forms.Form):
 class EnvTaskForm(forms.Form):
     revision_of = "authoring.envtask"  # the object whose revision the form carries (core.views)
     title = forms.CharField(max_length=200)
-    prompt = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8}))
+    prompt = MultilineField(rows=8)
     deliverable_kind = forms.ChoiceField(choices=DeliverableKind.choices, label="Deliverable")
-    reference_answer = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 6}))
+    reference_answer = MultilineField(rows=6)
     revision = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
 

@@ -180,7 +180,8 @@ class PackDiffApi(ApiView):
             raise Conflict(f"This pack is {pack.get_status_display().lower()}: its changes are known once it is built.")
         previous = selectors.pack_previous_version(pack=pack)
         if previous is None:
-            return Response({"previous": None, "added": [], "removed": [], "changed": [], "unchanged": 0})
+            return Response({"previous": None, "added": [], "removed": [], "changed": [], "unchanged": 0,
+                             "formats": {"added": [], "removed": []}})
         return Response(selectors.pack_diff(pack=pack, previous=previous))
 
 

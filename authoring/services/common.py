@@ -1,6 +1,7 @@
 import difflib
 import json
 
+from django.core.exceptions import FieldDoesNotExist
 from django.db import models
 from django.utils import timezone
 
@@ -25,6 +26,14 @@ def _readable(value: object) -> str:
     if isinstance(value, list) and all(isinstance(v, dict) and set(v) <= {"key", "value"} for v in value):
         return "\n".join(f"{v.get('key', '')}: {v.get('value', '')}" for v in value)
     return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True, default=str)
+
+
+def _field_label(obj: models.Model, name: str) -> str:
+    """What the page calls a field ("Reference answer", never "reference_answer")."""
+    try:
+        return str(obj._meta.get_field(name).verbose_name).capitalize()
+    except FieldDoesNotExist:
+        return name.replace("_", " ").capitalize()
 
 
 def check_revision(*, obj: models.Model, base_revision: int | None, fields: dict[str, str], label: str) -> None:
@@ -52,7 +61,8 @@ def check_revision(*, obj: models.Model, base_revision: int | None, fields: dict
             )
             # `diff` for API clients; `html` for the page: the saved text with what yours
             # changes marked, word by word (escaped; <ins> and <del> only).
-            changes[name] = {"saved": theirs, "diff": diff, "html": text_diff(theirs_text, mine_text)["html"]}
+            changes[name] = {"saved": theirs, "diff": diff, "html": text_diff(theirs_text, mine_text)["html"],
+                             "label": _field_label(obj, name)}
     who = getattr(getattr(obj, "updated_by", None), "username", None) or "someone else"
     when = timezone.localtime(obj.updated_at).strftime("%Y-%m-%d %H:%M:%S") if getattr(obj, "updated_at", None) else ""
     raise StaleEditError(

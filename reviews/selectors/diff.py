@@ -132,6 +132,12 @@ def _settings_changes(previous: Submission, current: Submission) -> list[dict]:
 
 # --- The whole ----------------------------------------------------------------------------------------
 
+def _as_read(text: str) -> str:
+    """Text as a reader sees it: line ends and trailing space are no change (a page save
+    sent CRLF and dropped the final newline: the reviewer saw "changed" for nothing)."""
+    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")).strip("\n")
+
+
 def submission_diff(*, previous: Submission, current: Submission) -> dict:
     """What changed from `previous` to `current` (two versions of one task, both read by the
     caller through an access-scoped selector)."""
@@ -139,7 +145,7 @@ def submission_diff(*, previous: Submission, current: Submission) -> dict:
     fields = []
     for section, key, label in (("task", "title", "Title"), ("task", "prompt", "Prompt"), ("task", "reference_answer", "Reference answer"),
                                 ("task", "deliverable_kind", "Deliverable"), ("world", "outline", "World outline")):
-        a, b = str(old.get(section, {}).get(key) or ""), str(new.get(section, {}).get(key) or "")
+        a, b = (_as_read(str(snapshot.get(section, {}).get(key) or "")) for snapshot in (old, new))
         if a != b:
             fields.append({"key": key, "label": label, "diff": text_diff(a, b)})
     if previous.rubric_version_id == current.rubric_version_id:

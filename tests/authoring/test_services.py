@@ -224,3 +224,29 @@ def test_saving_again_after_a_stale_edit_saves_the_users_version(client, team, w
     assert saved.status_code in (200, 302), saved.content[:300]
     document.refresh_from_db()
     assert document.content == "Mine."
+
+
+def test_a_page_save_keeps_the_text_as_typed_with_plain_line_ends(client, team, world):
+    """Browsers send a textarea's lines with CRLF and Django stripped the final newline: the
+    stored prompt changed on every page save, and the reviewer's version diff listed fields
+    the author never touched."""
+    from types import SimpleNamespace
+
+    from reviews.selectors.diff import submission_diff
+
+    env_task = factories.env_task(world, team.author, title="Price")
+    client.force_login(team.author)
+    typed = {"title": "Price", "prompt": "What is the price?\r\nCite the clause.\r\n", "deliverable_kind": "answer",
+             "reference_answer": "$48.5 million.\r\n", "revision": env_task.revision}
+    assert client.post(reverse("task-editor", args=[env_task.pk]), typed).status_code == 302
+    env_task.refresh_from_db()
+    assert (env_task.prompt, env_task.reference_answer) == ("What is the price?\nCite the clause.\n", "$48.5 million.\n")
+
+    def version(number, prompt):
+        return SimpleNamespace(number=number, rubric_version_id=1, snapshot={"task": {"title": "Price", "prompt": prompt}})
+
+    unchanged = submission_diff(previous=version(1, "What is the price?\nCite the clause.\n"),
+                                current=version(2, "What is the price?\r\nCite the clause."))
+    assert unchanged["fields"] == [] and unchanged["nothing_changed"]
+    changed = submission_diff(previous=version(1, "What is the price?\n"), current=version(2, "What is the purchase price?\n"))
+    assert [f["key"] for f in changed["fields"]] == ["prompt"]
