@@ -18,7 +18,7 @@ from django.shortcuts import get_object_or_404
 
 from accounts.models import User
 from accounts.selectors import project_list_for_user
-from rollouts.models import Grade, Rollout, RolloutBatch, RolloutStatus, Step, StepComment, Verdict
+from rollouts.models import ExpertVerdict, Grade, Rollout, RolloutBatch, RolloutStatus, Step, StepComment, Verdict
 
 
 def _projects(user: User):
@@ -119,6 +119,14 @@ def batch_latest_grades(*, batch: RolloutBatch) -> tuple[int | None, dict[int, d
         grades.filter(rubric_version__number=Subquery(newest)).values("rollout_id", "rubric_version__number", "status", "score", "passed")
     )
     return (rows[0]["rubric_version__number"] if rows else None), {row["rollout_id"]: row for row in rows}
+
+
+def rollout_expert_verdicts(*, rollout: Rollout, grade: Grade | None) -> list[ExpertVerdict]:
+    """The experts' own calls on this rollout's criteria under the grade's rubric version."""
+    if grade is None:
+        return []
+    return list(ExpertVerdict.objects.filter(rollout=rollout, criterion__rubric_version_id=grade.rubric_version_id)
+                .select_related("expert").order_by("expert__username"))
 
 
 def rollout_latest_grade(*, rollout: Rollout) -> Grade | None:

@@ -62,7 +62,8 @@ def _verdicts_context(rollout: Rollout, steps: list[Step]) -> dict:
     return {
         "rollout": rollout,
         "batch": rollout.batch,
-        **verdict_panel(rollout=rollout, grade=grade, steps=steps, has_criteria=has_criteria),
+        **verdict_panel(rollout=rollout, grade=grade, steps=steps, has_criteria=has_criteria,
+                        expert_verdicts=selectors.rollout_expert_verdicts(rollout=rollout, grade=grade)),
     }
 
 

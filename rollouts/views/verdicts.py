@@ -12,7 +12,7 @@ from django.utils import timezone
 from authoring.models import Criterion
 from llm.client import request_body
 from llm.models import EndpointKind
-from rollouts.models import BatchMode, Grade, GradeStatus, Rollout, RolloutStatus, Step, Verdict
+from rollouts.models import BatchMode, ExpertVerdict, Grade, GradeStatus, Rollout, RolloutStatus, Step, Verdict
 from rollouts.views.display import pretty_json
 
 # "step 3", "Step #3", "steps 3 and 5", "steps 2-4", "steps 2 to 4, 7": the numbers the author sees.
@@ -74,6 +74,11 @@ class VerdictView:
     verdict: Verdict | None
     segments: list[Segment] = field(default_factory=list)
     cited: list[tuple[int, int]] = field(default_factory=list)  # (step number, step pk), in order
+    experts: list[ExpertVerdict] = field(default_factory=list)  # experts' own calls, where they disagree with the judge
+
+    @property
+    def experts_disagree(self) -> bool:
+        return any(self.verdict is not None and self.verdict.met is not None and e.met != self.verdict.met for e in self.experts)
 
     @property
     def state(self) -> str:
@@ -84,7 +89,8 @@ class VerdictView:
         return "met" if self.verdict.met else "not_met"
 
 
-def verdict_panel(*, rollout: Rollout, grade: Grade | None, steps: list[Step], has_criteria: bool) -> dict:
+def verdict_panel(*, rollout: Rollout, grade: Grade | None, steps: list[Step], has_criteria: bool,
+                  expert_verdicts: list[ExpertVerdict] = ()) -> dict:
     """What the verdict panel beside the trajectory shows: the grade, each criterion's verdict
     with the judge's explanation and the steps it rests on (the ones the judge named, and the
     ones its explanation mentions), and whether the panel should reload itself (the rollout
@@ -98,7 +104,8 @@ def verdict_panel(*, rollout: Rollout, grade: Grade | None, steps: list[Step], h
         by_pk = {step.pk: step for step in steps}
         for number, criterion in enumerate(grade.rubric_version.criteria.all(), start=1):
             verdict = by_criterion.get(criterion.pk)
-            view = VerdictView(number=number, criterion=criterion, verdict=verdict)
+            view = VerdictView(number=number, criterion=criterion, verdict=verdict,
+                               experts=[e for e in expert_verdicts if e.criterion_id == criterion.pk])
             if verdict is not None:
                 view.segments, mentioned = step_references(verdict.error or verdict.rationale, step_pks)
                 named = {n for n in _named_steps(verdict) if n in step_pks}

@@ -229,3 +229,21 @@ def test_a_streamed_answer_is_kept_in_the_shape_of_an_unstreamed_one(
     assert json.loads(step.raw_response)["choices"][0]["message"]["content"] == "It is $12m."
     fragment = squeeze(author_client.get(reverse("step-exchange", args=[step.pk]), **HX).content.decode())
     assert "no tools offered · streamed" in fragment and '"stream": true' in fragment
+
+
+def test_an_experts_call_shows_beside_the_judges_verdict(author_client, graded_rollout, team):
+    """The expert marked a criterion the other way on the quality page; the trajectory page
+    still showed only the judge's verdict, as if nobody disagreed."""
+    from verification.services import expert_verdict_set
+
+    rollout = graded_rollout
+    grade(rollout)
+    first, second = rollout.batch.rubric_version.criteria.order_by("position")
+    expert_verdict_set(rollout=rollout, criterion=first, user=team.author, met=False, note="The $12m is the deposit, not the price.")
+    expert_verdict_set(rollout=rollout, criterion=second, user=team.reviewer, met=True)
+    page = author_client.get(reverse("rollout-detail", args=[rollout.pk])).content.decode()
+    disagree = squeeze(re.search(rf'<div class="small traj-experts q-bad" id="verdict-{first.pk}-experts">.*?</div>', page, re.S).group(0))
+    assert disagree == (f"{team.author.username} marked it not met (“The $12m is the deposit, not the price.”) "
+                        "— the judge disagrees with an expert here.")
+    agree = squeeze(re.search(rf'<div class="small traj-experts" id="verdict-{second.pk}-experts">.*?</div>', page, re.S).group(0))
+    assert agree == f"{team.reviewer.username} marked it met."
