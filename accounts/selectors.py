@@ -57,7 +57,10 @@ def member_get_for_admin(*, user: User, pk: int) -> Membership:
     membership = Membership.objects.select_related("user", "project").filter(pk=pk).first()
     if membership is None:
         raise Http404("No such member.")
-    project_admin_get(user=user, project_id=membership.project_id)
+    try:
+        project_admin_get(user=user, project_id=membership.project_id)
+    except Http404:
+        raise Http404("No such member.") from None  # as for an id that does not exist
     return membership
 
 

@@ -2,7 +2,7 @@ import hashlib
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import models, transaction
+from django.db import transaction
 from django.utils.text import slugify
 
 from accounts.models import Membership, Project, Role, User
@@ -88,19 +88,10 @@ def _lock_admins(project_id: int) -> list[int]:
 @transaction.atomic
 def member_add(*, project: Project, by: User, identifier: str, role: str) -> Membership:
     """Add an existing account, named by its user name or email, with `role`."""
+    _lock_admins(project.pk)
     _require_admin(project.pk, by)
     _check_role(role)
-    identifier = identifier.strip()
-    if not identifier:
-        raise ApplicationError("Give the user name or email of the account to add.")
-    matches = list(User.objects.filter(is_active=True).filter(
-        models.Q(username__iexact=identifier) | models.Q(email__iexact=identifier))[:2])
-    if len(matches) != 1:
-        raise ApplicationError(
-            f"No single account has the user name or email “{identifier[:80]}”. Accounts are made by a site "
-            "administrator (the Django admin at /admin/); ask them, then add it here." if not matches else
-            f"Several accounts have the email “{identifier[:80]}”: give the user name instead.")
-    user = matches[0]
+    user = _account_named(identifier.strip())
     existing = Membership.objects.filter(project=project, user=user).first()
     if existing is not None:
         raise ApplicationError(f"{user.username} is already a member here ({existing.get_role_display().lower()}): "
@@ -111,11 +102,27 @@ def member_add(*, project: Project, by: User, identifier: str, role: str) -> Mem
     return membership
 
 
+def _account_named(identifier: str) -> User:
+    """The active account with this user name (exactly, then whatever the case) or email."""
+    if not identifier:
+        raise ApplicationError("Give the user name or email of the account to add.")
+    active = User.objects.filter(is_active=True)
+    for lookup in ({"username": identifier}, {"username__iexact": identifier}, {"email__iexact": identifier}):
+        matches = list(active.filter(**lookup)[:2])
+        if len(matches) == 1:
+            return matches[0]
+        if matches:
+            what = "email" if "email__iexact" in lookup else "user name, in different cases"
+            raise ApplicationError(f"Several accounts have the {what} “{identifier[:80]}”: give the exact user name instead.")
+    raise ApplicationError(f"No account has the user name or email “{identifier[:80]}”. Accounts are made by a site "
+                           "administrator (the Django admin at /admin/); ask them, then add it here.")
+
+
 @transaction.atomic
 def member_role_change(*, membership: Membership, by: User, role: str) -> Membership:
-    _require_admin(membership.project_id, by)
     _check_role(role)
     admins = _lock_admins(membership.project_id)
+    _require_admin(membership.project_id, by)  # after the lock: an admin demoted meanwhile is refused
     membership = Membership.objects.select_related("user").get(pk=membership.pk)
     if membership.role == role:
         return membership
@@ -132,8 +139,8 @@ def member_role_change(*, membership: Membership, by: User, role: str) -> Member
 
 @transaction.atomic
 def member_remove(*, membership: Membership, by: User) -> None:
-    _require_admin(membership.project_id, by)
     admins = _lock_admins(membership.project_id)
+    _require_admin(membership.project_id, by)  # after the lock: an admin demoted meanwhile is refused
     membership = Membership.objects.select_related("user").get(pk=membership.pk)
     if admins == [membership.pk]:
         raise ApplicationError(f"{membership.user.username} is this project's only admin: make someone else admin first.")

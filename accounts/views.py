@@ -103,17 +103,21 @@ def member_remove(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def api_token(request: HttpRequest) -> HttpResponse:
-    return render(request, "accounts/api_token.html", {"has_token": selectors.has_api_token(user=request.user)})
+    """The token page. The token itself shows only on the first load after "Show my token"
+    (a flag the POST leaves in the session), so a reload or a later visit hides it again."""
+    context = {"has_token": selectors.has_api_token(user=request.user)}
+    if request.session.pop("show_api_token", False) and context["has_token"]:
+        context |= {"token": services.api_token_issue(user=request.user), "mcp_url": request.build_absolute_uri("/mcp/")}
+    response = render(request, "accounts/api_token.html", context)
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 @require_POST
 def api_token_show(request: HttpRequest) -> HttpResponse:
-    """The token, shown on this response only (never in a page a GET returns)."""
-    token = services.api_token_issue(user=request.user)
-    response = render(request, "accounts/api_token.html", {"has_token": True, "token": token,
-                                                           "mcp_url": request.build_absolute_uri("/mcp/")})
-    response["Cache-Control"] = "no-store"
-    return response
+    services.api_token_issue(user=request.user)  # made on first request
+    request.session["show_api_token"] = True
+    return redirect("api-token-page")
 
 
 @require_POST

@@ -249,7 +249,8 @@ def exception_handler(exc, context):
     if isinstance(exc, StaleEditError):
         # (each change's "html" is the page's marked-up diff; the API gives the text and a unified diff)
         changes = {name: {k: v for k, v in change.items() if k != "html"} for name, change in exc.extra.get("changes", {}).items()}
-        return Response({"detail": exc.message, **exc.extra, "changes": changes}, status=status.HTTP_409_CONFLICT)
+        kept = {k: v for k, v in exc.extra.items() if k != "model"}  # "model" tells a page which form to refresh
+        return Response({"detail": exc.message, **kept, "changes": changes}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, PermissionRefused):
         return Response({"detail": exc.message, **exc.extra}, status=status.HTTP_403_FORBIDDEN)
     if isinstance(exc, ApplicationError):

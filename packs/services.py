@@ -333,13 +333,16 @@ def pack_import(*, project_id: int, user: User, uploaded_file, again: bool = Fal
     parsed, archive = read_pack(uploaded_file.file if hasattr(uploaded_file, "file") else uploaded_file)
     created = []
     with archive, transaction.atomic():
+        # One import into a project at a time: two quick submissions of the same pack would
+        # each miss the other's uncommitted audit line and both import.
+        Project.objects.select_for_update().filter(pk=project_id).first()
         before = pack_import_earlier(project_id=project_id, manifest_sha256=parsed.manifest_sha256)
         if before is not None and not again:
             who = before.actor.username if before.actor else "someone"
             raise ApplicationError(
                 f"This pack ({parsed.name} v{parsed.version}) was already imported into this project by {who} on "
                 f"{timezone.localtime(before.at):%Y-%m-%d %H:%M}: its tasks are drafts here already. Nothing was imported; "
-                "to make a second copy of every world and task, import it again with “Import again” ticked (API: again=true).")
+                "to make a second copy of every world and task, import it again with “Import again” ticked.")
         worlds = {}
         for entry in parsed.worlds:
             data = safe_member_read(archive, entry.zip_name, MAX_WORLD_ZIP_BYTES)

@@ -90,14 +90,18 @@ def table_cells(tokens, start: int, end: int) -> tuple[list[str], list[list[str]
     return header, rows
 
 
-def item_numbers(tokens, start: int, end: int) -> list[int]:
+def item_numbers(tokens, start: int, end: int) -> list[int | None]:
     """The numbers the items of the ordered list opened at `start` were written with, one
-    per item as list_items flattens them (a nested item continues from the one before)."""
-    numbers: list[int] = []
+    per item as list_items flattens them; an item of a list nested in it has None (it is
+    shown as a bullet under its item, and numbers nothing)."""
+    numbers: list[int | None] = []
     for tok in tokens[start + 1:end]:
         if tok.type == "list_item_open":
-            written = tok.info.isdigit() and tok.level == tokens[start].level + 1
-            numbers.append(int(tok.info) if written else (numbers[-1] + 1 if numbers else 1))
+            if tok.level != tokens[start].level + 1:
+                numbers.append(None)
+            else:
+                previous = next((n for n in reversed(numbers) if n is not None), 0)
+                numbers.append(int(tok.info) if tok.info.isdigit() else previous + 1)
     return numbers
 
 
@@ -190,7 +194,8 @@ def blocks_to_markdown(blocks: list[dict]) -> str:
                 else:
                     numbers = list(b.get("numbers") or [])
                     numbers += range(len(numbers) + 1, len(items) + 1)
-                    written = "\n".join(_item(f"{n}{')' if variant else '.'}", x) for n, x in zip(numbers, items, strict=False))
+                    written = "\n".join(_item(f"{n}{')' if variant else '.'}", x) if n is not None else _item("   -", x)
+                                        for n, x in zip(numbers, items, strict=False))
                 out.append(written)
                 previous_list = (kind, variant)
                 continue

@@ -92,7 +92,7 @@ def render_pdf(blocks: list[dict]) -> bytes:
         elif kind in ("bullets", "numbered"):
             numbers = [*(b.get("numbers") or []), *range(len(b.get("numbers") or []) + 1, len(b["items"]) + 1)]
             for n, item in zip(numbers, b["items"], strict=False):
-                marker = f"{n}." if kind == "numbered" else "•"
+                marker = f"{n}." if kind == "numbered" and n is not None else "•"
                 pdf.set_font(pdf.family, "", 11)
                 pdf.set_x(pdf.l_margin + 4)
                 pdf.cell(7, 5.5, marker)

@@ -97,12 +97,17 @@ def _fill(text_frame, lines: list[str]) -> None:
     for n, line in enumerate(lines):
         paragraph = text_frame.paragraphs[0] if n == 0 else text_frame.add_paragraph()
         for r in inline_runs(line):
-            run = paragraph.add_run()
-            run.text = r.text
-            if r.bold:
-                run.font.bold = True
-            if r.italic:
-                run.font.italic = True
+            for n_piece, piece in enumerate(r.text.split("\n")):
+                if n_piece:
+                    paragraph.add_line_break()  # a line break in the text is one on the slide (<a:br/>)
+                if not piece:
+                    continue
+                run = paragraph.add_run()
+                run.text = piece
+                if r.bold:
+                    run.font.bold = True
+                if r.italic:
+                    run.font.italic = True
 
 
 def _drop(placeholder) -> None:

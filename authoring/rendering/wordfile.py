@@ -110,9 +110,10 @@ def render_docx(blocks: list[dict], *, author: str = "") -> bytes:
             # hanging indent as Word's own list has (automatic numbering would renumber them).
             for number, item in zip(b["numbers"], b["items"], strict=False):
                 paragraph = document.add_paragraph()
-                paragraph.paragraph_format.left_indent = Cm(0.75)
+                nested = number is None  # an item of a list inside a numbered item: a bullet under it
+                paragraph.paragraph_format.left_indent = Cm(1.5 if nested else 0.75)
                 paragraph.paragraph_format.first_line_indent = Cm(-0.75)
-                _add_runs(paragraph, [Run(f"{number}.\t", False, False), *inline_runs(item)])
+                _add_runs(paragraph, [Run("•\t" if nested else f"{number}.\t", False, False), *inline_runs(item)])
         elif kind == "numbered":
             numbered_lists += 1
             num_id = _restart_numbering(document, "List Number") if numbered_lists > 1 else None

@@ -78,3 +78,8 @@ document.addEventListener("toggle", function (event) {
     next.focus({ preventScroll: false });
   });
 })();
+
+// A read-only value to copy (the API token): focusing it selects it whole.
+document.addEventListener("focusin", function (event) {
+  if (event.target.matches && event.target.matches("[data-select-on-focus]")) event.target.select();
+});

@@ -41,8 +41,14 @@ def test_an_account_that_is_not_there_or_already_a_member_is_refused_with_what_t
     client.force_login(team.admin)
     response = client.post(reverse("member-add", args=[team.project.pk]), {"identifier": "nobody-here", "role": "author"})
     html = response.content.decode()
-    assert response.status_code == 422 and "No single account has the user name or email “nobody-here”" in html
+    assert response.status_code == 422 and "No account has the user name or email “nobody-here”" in html
     assert "a site administrator" in html and 'value="nobody-here"' in html  # what was typed stays
+    # User names differ by case only: the exact one is meant; as typed in another case, the page asks for it.
+    factories.user("Casey"), factories.user("casey")
+    client.post(reverse("member-add", args=[team.project.pk]), {"identifier": "casey", "role": "author"})
+    assert Membership.objects.get(project=team.project, user__username="casey").role == Role.AUTHOR
+    response = client.post(reverse("member-add", args=[team.project.pk]), {"identifier": "CASEY", "role": "author"})
+    assert response.status_code == 422 and "give the exact user name instead" in response.content.decode()
     response = client.post(reverse("member-add", args=[team.project.pk]), {"identifier": team.reviewer.username, "role": "admin"})
     assert response.status_code == 422 and "is already a member here (reviewer)" in response.content.decode()
     assert Membership.objects.get(user=team.reviewer).role == Role.REVIEWER
@@ -90,7 +96,7 @@ def test_a_bad_role_is_refused(client, team):
 
 def token_for(client, user) -> str:
     client.force_login(user)
-    html = client.post(reverse("api-token-show")).content.decode()
+    html = client.post(reverse("api-token-show"), follow=True).content.decode()
     return re.search(r'id="token-value" value="([0-9a-f]+)"', html).group(1)
 
 
@@ -131,7 +137,9 @@ def test_the_token_page_shows_the_token_only_when_asked_and_revoking_refuses_it(
     assert "You have no token yet" in html and "Make my token" in html and 'id="token-value"' not in html
     token = token_for(client, team.author)
     shown = client.post(reverse("api-token-show"))
-    assert shown["Cache-Control"] == "no-store" and f"Authorization: Bearer {token}" in shown.content.decode()
+    assert shown.status_code == 302 and shown["Location"] == reverse("api-token-page")  # a reload resends nothing
+    page = client.get(reverse("api-token-page"))
+    assert page["Cache-Control"] == "no-store" and f"Authorization: Bearer {token}" in page.content.decode()
     assert 'id="token-value"' not in client.get(reverse("api-token-page")).content.decode()  # a reload hides it
 
     client.logout()

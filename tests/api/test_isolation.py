@@ -30,6 +30,7 @@ def theirs(other_team):
         "submission": queued,
         "approved": approved,
         "pack": pack,
+        "membership": other_team.project.memberships.get(user=other_team.author),
     }
 
 
@@ -58,6 +59,10 @@ def _detail_requests(theirs: dict) -> list[tuple[str, str, int, dict | None]]:
         ("post", "/api/submissions/{}/decision/", t["submission"].pk, {"decision": "approve"}),
         ("get", "/api/packs/{}/", t["pack"].pk, None),
         ("get", "/api/packs/{}/download/", t["pack"].pk, None),
+        ("get", "/api/projects/{}/members/", t["project"].pk, None),
+        ("post", "/api/projects/{}/members/", t["project"].pk, {"identifier": "planted", "role": "admin"}),
+        ("patch", "/api/members/{}/", t["membership"].pk, {"role": "admin"}),
+        ("delete", "/api/members/{}/", t["membership"].pk, None),
     ]
 
 
@@ -92,6 +97,7 @@ def test_every_detail_endpoint_is_a_404_across_projects(team, theirs, api_for, r
     assert "Hijacked" not in (world.title, task.title, document.content)
     assert Submission.objects.get(pk=theirs["submission"].pk).status == "queued"
     assert EnvTask.objects.get(pk=theirs["approved"].env_task_id).status == "approved"  # no new version opened
+    assert theirs["project"].memberships.get(pk=theirs["membership"].pk).role == "author"  # their members untouched
 
 
 @pytest.mark.parametrize("role", ["author", "reviewer", "admin"])

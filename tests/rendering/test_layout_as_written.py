@@ -58,3 +58,15 @@ def test_markdown_written_back_from_the_blocks_reads_the_same():
     blocks = parse_blocks(SPA)["blocks"]
     assert [b.get("numbers") for b in blocks if b["type"] == "numbered"] == [[4, 6], None]
     assert parse_blocks(blocks_to_markdown(blocks))["blocks"] == blocks
+
+
+def test_a_list_nested_in_a_numbered_item_numbers_nothing():
+    """'4. Conditions' with two bullets under it, then '6. Payment': the bullets stay bullets
+    under clause 4, and no number is printed twice (the flattened list read 4, 5, 6, 6)."""
+    blocks = parse_blocks("4. Conditions\n   - consent of the landlord\n   - waiver by Northwind\n6. Payment\n")["blocks"]
+    assert blocks[0]["numbers"] == [4, None, None, 6]
+    paragraphs = [p.text for p in docx.Document(io.BytesIO(render_docx(blocks))).paragraphs]
+    assert paragraphs == ["4.\tConditions", "•\tconsent of the landlord", "•\twaiver by Northwind", "6.\tPayment"]
+    text = pypdf.PdfReader(io.BytesIO(render_pdf(blocks))).pages[0].extract_text()
+    assert "5." not in text and text.count("6.") == 1
+    assert parse_blocks(blocks_to_markdown(blocks))["blocks"] == blocks
