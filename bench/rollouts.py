@@ -447,7 +447,7 @@ def _run(args, database_url: str, var_dir: Path) -> None:
             web_log = var_dir / "web.log"
             web = subprocess.Popen(
                 [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload", "--skip-checks"],
-                cwd=ROOT, env=env, stdout=web_log.open("w"), stderr=subprocess.STDOUT,
+                cwd=ROOT, env={**env, "DB_CONN_MAX_AGE": "0"}, stdout=web_log.open("w"), stderr=subprocess.STDOUT,
             )
             _wait_for_log(web, web_log, "Quit the server", "the web server")
             # One load first, as a running site's server has had: the first request imports

@@ -131,7 +131,13 @@ TEMPLATES = [
 DATABASE_URL = os.environ.get("DATABASE_URL") or f"sqlite:///{VAR_DIR / 'db.sqlite3'}"
 # A kept connection is checked (SELECT 1) before its first use in each request or task, so one
 # the database dropped meanwhile (a restart, a failover, an idle timeout) is replaced, not failed on.
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+# Kept for 60 s by default (worker threads and gunicorn's live long). Django's development
+# server runs each request on a new thread, so a kept connection outlives its thread until the
+# garbage collector finds it: under load they piled up past PostgreSQL's 100 ("too many
+# clients", 500s on the batch page in bench/rollouts.py). make run and the bench start it with
+# DB_CONN_MAX_AGE=0, as Django's documentation advises for the development server.
+DB_CONN_MAX_AGE = int(os.environ.get("DB_CONN_MAX_AGE", "60"))
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=DB_CONN_MAX_AGE, conn_health_checks=True)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file (not :memory:) so a Celery worker started by the tests shares it.

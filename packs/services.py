@@ -104,6 +104,9 @@ def pack_build_again(*, pack: Pack, user: User) -> Pack:
     require_role(membership_get(user=user, project_id=pack.project_id), "export")
     versions = Pack.objects.filter(project_id=pack.project_id, name=pack.name).order_by("-version")
     pack = versions.first() or pack
+    if not pack.is_done:
+        raise ApplicationError(f"Version {pack.version} of “{pack.name}” is still being built: build again once it has finished "
+                               "(or cancel it), so that the next version is compared with a built one.")
     # The formats of the newest version that was built: a failed or cancelled try with fewer
     # formats must not quietly drop the others from the release.
     built = versions.filter(status=PackStatus.READY).first()

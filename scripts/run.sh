@@ -110,7 +110,7 @@ supervise_worker &
 worker_pid=$!
 
 say "Starting the web server on ${URL}"
-"$PYTHON" manage.py runserver "${ADDRESS}:${PORT}" &
+DB_CONN_MAX_AGE=0 "$PYTHON" manage.py runserver "${ADDRESS}:${PORT}" &  # a thread per request: keep no connection
 server_pid=$!
 
 # Wait until both answer: the worker logs "ready." once it consumes from the broker;

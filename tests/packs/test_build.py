@@ -134,6 +134,7 @@ def test_formats_are_checked_and_building_again_makes_the_next_version(demo_pack
     first = pack_create(project_id=demo_pack.project.pk, user=admin, name="Launch", submission_ids=[demo_pack.submission.pk],
                         formats=["huggingface", "apex"])
     assert first.formats == ["apex", "huggingface"]  # the canonical order
+    pack_build(pack_id=first.pk)  # Build again waits for the version being built
     again = pack_build_again(pack=first, user=admin)
     assert (again.name, again.version, again.formats) == ("Launch", first.version + 1, first.formats)
     assert list(again.submissions.all()) == [demo_pack.submission]

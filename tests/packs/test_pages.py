@@ -1,16 +1,19 @@
 """The admin's pack pages and API: choose formats, open a pack, download one format, see
 what changed since the last version, import a pack; nobody else sees any of it."""
 
+import hashlib
 import io
 import json
 import zipfile
 
+import pytest
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from accounts.models import Role, User
 from authoring import services as authoring_services
+from core.exceptions import ApplicationError
 from packs.models import Pack, PackStatus
 from packs.services import pack_build, pack_build_again, pack_create
 from tests import factories
@@ -49,8 +52,12 @@ def test_the_admin_picks_formats_opens_the_pack_and_downloads_one_format(demo_pa
     assert "not measured" in detail and "no trials of a real model" in detail and "$0.0000" not in detail
     download = client.get(reverse("pack-download-format", args=[pack.pk, "healthbench"]))
     assert download.status_code == 200 and download["Content-Disposition"].startswith("attachment")
-    names = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content))).namelist()
-    assert names == ["healthbench.jsonl", "README.md", "manifest.json"]  # no world: HealthBench does not read one
+    subset = zipfile.ZipFile(io.BytesIO(b"".join(download.streaming_content)))
+    assert subset.namelist() == ["healthbench.jsonl", "README.md", "manifest.json"]  # no world: HealthBench does not read one
+    readme = subset.read("README.md")
+    assert readme.decode().startswith("# Release v1: HealthBench-style rubric JSONL only\n\nThis download holds one format of the pack")
+    listed = {f["path"]: f for f in json.loads(subset.read("manifest.json"))["files"]}
+    assert listed["README.md"]["sha256"] == hashlib.sha256(readme).hexdigest()  # the zip still checks against its manifest
     assert client.get(reverse("pack-download-format", args=[pack.pk, "apex"])).status_code == 404  # not in this pack
 
 
@@ -211,6 +218,7 @@ def test_versions_count_per_pack_name_and_build_again_keeps_the_newest_task_set(
     assert (first.version, second.version, bank.version) == (1, 2, 1)
     again = pack_build_again(pack=first, user=admin)
     assert again.version == 3 and set(again.submissions.values_list("pk", flat=True)) == {demo_pack.submission.pk, other.pk}
+    pack_build(pack_id=again.pk)
     client.force_login(admin)
     page = client.get(reverse("pack-detail", args=[second.pk])).content.decode()
     assert "Build again as version 4" in page
@@ -266,3 +274,16 @@ def test_the_diff_names_formats_dropped_and_build_again_takes_the_formats_of_the
     failed = pack_create(project_id=project.pk, user=admin, name="Release", submission_ids=[demo_pack.submission.pk], formats=["apex"])
     Pack.objects.filter(pk=failed.pk).update(status=PackStatus.FAILED, error="A document could not be rendered.")
     assert pack_build_again(pack=first, user=admin).formats == ["taskwright"]
+
+
+def test_build_again_waits_for_the_version_being_built(demo_pack, client):
+    project = demo_pack.project
+    admin = _admin(project)
+    first = _built(project, admin, [demo_pack.submission.pk], formats=["taskwright"])
+    building = pack_build_again(pack=first, user=admin)  # queued: the worker has not built it yet
+    client.force_login(admin)
+    page = client.get(reverse("pack-detail", args=[first.pk])).content.decode()
+    assert 'id="build-again"' not in page and f"Version {building.version} is still being built" in page
+    with pytest.raises(ApplicationError, match="is still being built"):
+        pack_build_again(pack=first, user=admin)
+    assert Pack.objects.filter(project=project, name="Release").count() == 2
