@@ -27,11 +27,38 @@ def docx_to_markdown(data: bytes, out: Out) -> None:
 
     document = docx.Document(io.BytesIO(data))
     numbering = _numbering_formats(document)
+    headers, footers = _margins(document)
+    for text in headers:
+        out.add(text)
     for block in document.iter_inner_content():
         if isinstance(block, Table):
             out.add(md_table([[cell.text for cell in row.cells] for row in block.rows]))
         elif isinstance(block, Paragraph):
             _paragraph(block, numbering, out)
+    for text in footers:
+        out.add(text)
+    if headers or footers:
+        kept = " and ".join(part for part, found in (("first", headers), ("last", footers)) if found)
+        out.note(f"The page header and footer text ({'; '.join(f'“{t[:60]}”' for t in [*headers, *footers])}) is kept as the "
+                 f"{kept} paragraph{'s' if headers and footers else ''}: Taskwright's documents have no page header or footer.",
+                 in_content=False)  # nothing was cut: the version note says where it went
+
+
+def _margins(document) -> tuple[list[str], list[str]]:
+    """The text of the page headers and footers of every section, each once, in order (a
+    header repeated on every page is one line, not one per section)."""
+    found: dict[str, list[str]] = {"header": [], "footer": []}
+    for section in document.sections:
+        for kind in ("first_page_header", "header", "even_page_header", "first_page_footer", "footer", "even_page_footer"):
+            part = getattr(section, kind)
+            if part.is_linked_to_previous and kind not in ("header", "footer"):
+                continue
+            bucket = found["header" if kind.endswith("header") else "footer"]
+            for paragraph in part.paragraphs:
+                text = " ".join(paragraph.text.split())
+                if text and text not in bucket:
+                    bucket.append(text)
+    return found["header"], found["footer"]
 
 
 def _paragraph(paragraph, numbering: dict[tuple[str, int], str], out: Out) -> None:

@@ -55,6 +55,24 @@ def test_docx_becomes_markdown_with_headings_lists_and_tables(team, world, media
     assert_kept(document, media, data, "Share purchase agreement.docx")
 
 
+def test_a_docx_page_header_and_footer_are_kept_not_dropped(team, world, media):
+    import io
+
+    import docx
+
+    made = docx.Document()
+    made.sections[0].header.paragraphs[0].text = "CONFIDENTIAL — Buyer's draft"
+    made.sections[0].footer.paragraphs[0].text = "Ref. ACME/BETA/SPA/01"
+    made.add_paragraph("The buyer pays $12m.")
+    made.add_section()
+    made.add_paragraph("Schedule 1.")  # a second section repeats the same header: one line, not two
+    data = io.BytesIO()
+    made.save(data)
+    document = upload(world, team.author, "SPA.docx", data.getvalue())
+    assert document.content == "CONFIDENTIAL — Buyer's draft\n\nThe buyer pays $12m.\n\nSchedule 1.\n\nRef. ACME/BETA/SPA/01\n"
+    assert "is kept as the first and last paragraphs" in document.versions.get().note
+
+
 def test_xlsx_keeps_sheets_and_formulas(team, world, media):
     data = builders.xlsx_bytes()
     document = upload(world, team.author, "cap.xlsx", data)
