@@ -6,7 +6,8 @@ from django.shortcuts import get_object_or_404
 from accounts.models import Membership, Role, User
 from packs.build import digest
 from packs.models import Pack, PackStatus
-from reviews.models import AuditEvent, AuditVerb
+from reviews.models import AuditEvent, AuditVerb, Submission
+from reviews.selectors import approved_submissions_for_project
 
 
 def pack_list_for_user(*, user: User | AnonymousUser, project_id: int | None = None) -> QuerySet[Pack]:
@@ -97,3 +98,15 @@ def pack_import_earlier(*, project_id: int, manifest_sha256: str) -> AuditEvent 
     """The audit line of an earlier import of the same pack into the project, if any."""
     return (AuditEvent.objects.filter(project_id=project_id, verb=AuditVerb.PACK_IMPORTED, data__manifest_sha256=manifest_sha256)
             .select_related("actor").order_by("-at").first())
+
+
+def approved_for_pack(*, user: User, project_id: int) -> list[Submission]:
+    """The project's approved task versions, newest first, each with `newer_number`: the
+    number of a newer approved version of its task, or None for the newest (a pack holds one)."""
+    approved = list(approved_submissions_for_project(user=user, project_id=project_id))
+    newest: dict[int, int] = {}
+    for submission in approved:
+        newest[submission.env_task_id] = max(newest.get(submission.env_task_id, 0), submission.number)
+    for submission in approved:
+        submission.newer_number = newest[submission.env_task_id] if newest[submission.env_task_id] != submission.number else None
+    return approved

@@ -17,7 +17,6 @@ from packs.formats import FORMATS
 from packs.forms import PackForm, PackImportForm
 from packs.models import Pack, PackStatus
 from reviews.models import Submission
-from reviews.selectors import approved_submissions_for_project
 
 
 def _admin_membership(request: HttpRequest, project_pk: int):
@@ -29,24 +28,15 @@ def _admin_membership(request: HttpRequest, project_pk: int):
     return membership
 
 
-def _build_form_context(request: HttpRequest, project, form: PackForm | None = None, **extra) -> dict:
+def _build_form_context(request: HttpRequest, project, approved: list[Submission], form: PackForm | None = None, **extra) -> dict:
     """The Packs page. What is ticked: after a refused build, what the admin had ticked; at
     first, every format and the newest approved version of each task (a pack holds one
     version of a task, so ticking every version would always be refused)."""
-    approved = list(approved_submissions_for_project(user=request.user, project_id=project.pk))
-    by_task: dict[int, Submission] = {}
-    for submission in approved:
-        kept = by_task.get(submission.env_task_id)
-        if kept is None or submission.number > kept.number:
-            by_task[submission.env_task_id] = submission
-    for submission in approved:
-        newer = by_task[submission.env_task_id]
-        submission.newer_number = newer.number if newer.pk != submission.pk else None
     if form is not None and form.is_bound:
         ticked = {str(pk) for pk in form.data.getlist("submissions")}
         ticked_formats = set(form.data.getlist("formats"))
     else:
-        ticked = {str(s.pk) for s in by_task.values()}
+        ticked = {str(s.pk) for s in approved if s.newer_number is None}
         ticked_formats = set(FORMATS)
     return {"project": project, "approved": approved, "form": form or PackForm(approved=approved), "import_form": PackImportForm(),
             "formats": [(key, label) for key, (_, _, label) in FORMATS.items()], "ticked": ticked, "ticked_formats": ticked_formats,
@@ -56,9 +46,9 @@ def _build_form_context(request: HttpRequest, project, form: PackForm | None = N
 @require_http_methods(["GET", "POST"])
 def pack_list(request: HttpRequest, project_pk: int) -> HttpResponse:
     membership = _admin_membership(request, project_pk)
-    approved = approved_submissions_for_project(user=request.user, project_id=project_pk)
+    approved = selectors.approved_for_pack(user=request.user, project_id=project_pk)
     form = PackForm(request.POST or None, approved=approved)
-    context = _build_form_context(request, membership.project, form)
+    context = _build_form_context(request, membership.project, approved, form)
     if request.method == "POST":
         try:
             if not form.is_valid():
@@ -99,7 +89,8 @@ def pack_import(request: HttpRequest, project_pk: int) -> HttpResponse:
         tasks = services.pack_import(project_id=project_pk, user=request.user, uploaded_file=form.cleaned_data["file"],
                                      again=form.cleaned_data["again"])
     except ApplicationError as error:
-        context = _build_form_context(request, membership.project, import_error=error.message)
+        approved = selectors.approved_for_pack(user=request.user, project_id=project_pk)
+        context = _build_form_context(request, membership.project, approved, import_error=error.message)
         context["import_form"] = form
         return render(request, "packs/pack_list.html", context, status=400)
     # Redirected: reloading the result page must not import the pack a second time.

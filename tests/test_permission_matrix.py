@@ -125,7 +125,7 @@ ROUTES = [
     Route("pack-imported", "project", "get", (), "admin"),
     Route("pack-list", "project", "post", (("name", "p"), ("submissions", "approved"), ("formats", "taskwright")), "admin"),
     Route("pack-detail", "pack", "get", (), "admin"),
-    Route("pack-build-again", "pack", "post", (), "admin"),
+    Route("pack-build-again", "finished_pack", "post", (), "admin"),
     Route("pack-progress", "pack", "get", (), "admin"),
     Route("pack-cancel", "pack", "post", (), "admin"),
     Route("pack-download", "pack", "get", (), "admin"),
@@ -248,6 +248,10 @@ def _review(team, o: dict) -> None:
     Submission.objects.filter(pk=submission.pk).update(status="claimed", claimed_by=None)
     pack = Pack.objects.create(project=team.project, name="p", version=1, created_by=team.admin)
     pack.submissions.add(sub_approved)
+    # A pack whose build has finished (failed): Build again waits for a version still being built.
+    finished_pack = Pack.objects.create(project=team.project, name="q", version=1, created_by=team.admin, status="failed",
+                                        error="A document could not be rendered.")
+    finished_pack.submissions.add(sub_approved)
     # Two reviewers disagreed on this one (the rows their reviews leave): an admin settles it.
     disputed_task = factories.env_task(o["world"], team.author2, title="Disputed")
     disputed = review_services.submission_create(env_task=disputed_task, user=team.author2)
@@ -262,8 +266,9 @@ def _review(team, o: dict) -> None:
     resolved_comment = comment_services.comment_add(env_task=o["task"], user=team.reviewer, body="Fixed?", anchor="task")
     comment_services.comment_resolve(comment=resolved_comment, user=team.author)
     o.update(comment=comment, resolved_comment=resolved_comment)
-    o.update(submission=submission, pack=pack, approved=sub_approved, approved_task=approved, disputed=disputed, flagged_task=flagged_task,
-             flagged_probe=flagged_probe, checklist_item=ChecklistItem.objects.filter(project=team.project).first())
+    o.update(submission=submission, pack=pack, finished_pack=finished_pack, approved=sub_approved, approved_task=approved,
+             disputed=disputed, flagged_task=flagged_task, flagged_probe=flagged_probe,
+             checklist_item=ChecklistItem.objects.filter(project=team.project).first())
 
 
 def _drafting(team, o: dict) -> None:
@@ -331,8 +336,8 @@ GROUPS = {"base": _base, "review": _review, "drafting": _drafting, "transfer": _
           "probes": _probes}
 BUILT_BY = {
     **dict.fromkeys(("project", "world", "document", "task", "task2", "criterion", "membership"), "base"),
-    **dict.fromkeys(("submission", "pack", "approved", "approved_task", "disputed", "flagged_task", "flagged_probe", "checklist_item",
-                      "comment", "resolved_comment"), "review"),
+    **dict.fromkeys(("submission", "pack", "finished_pack", "approved", "approved_task", "disputed", "flagged_task", "flagged_probe",
+                      "checklist_item", "comment", "resolved_comment"), "review"),
     **dict.fromkeys(("endpoint", "drafted", "version", "run", "job", "proposal", "uploaded"), "drafting"),
     "full_world": "transfer",
     **dict.fromkeys(("trial_endpoint", "batch", "rollout", "step"), "rollouts"),
