@@ -59,6 +59,16 @@ def test_search_files_by_name_and_content(run):
     assert run.json("search_files", {"query": "zebra"}) == {"query": "zebra", "matches": 0, "offset": 0, "results": []}
 
 
+def test_search_files_finds_what_read_file_shows_in_a_sheet(run):
+    """A sheet's total is a formula in its source (=SUM(B2:B3)); read_file shows 10,000,000,
+    and an agent searching for the figure it read must find the file."""
+    found = run.json("search_files", {"query": "10,000,000"})
+    assert [(r["path"], r["matched"]) for r in found["results"]] == [("Finance/Cap table.xlsx", "content")]
+    assert "| 4 | Total | 10,000,000 | 100.0% |" in found["results"][0]["snippet"]
+    assert [r["path"] for r in run.json("search_files", {"query": "60.0%"})["results"]] == ["Finance/Cap table.xlsx"]
+    assert [r["path"] for r in run.json("search_files", {"query": "=SUM(B2:B3)"})["results"]] == ["Finance/Cap table.xlsx"]
+
+
 def test_read_xlsx_shows_values_and_formulas(run):
     text = run("read_file", {"path": "Finance/Cap table.xlsx"})
     assert text.startswith("File: Finance/Cap table.xlsx (xlsx)\n\n## Sheet: Cap table (4 rows × 3 columns)")

@@ -1,7 +1,9 @@
 """Drive: list, search, read, write and delete data-room files."""
 
 import difflib
+from functools import lru_cache
 from pathlib import PurePosixPath
+from types import SimpleNamespace
 
 from authoring.models import DocumentKind
 from authoring.rendering import parse_content
@@ -76,10 +78,25 @@ def list_files(ws: Workspace, folder: str = "", recursive: bool = False, offset:
                              offset=offset, limit=len(files), again=again))
 
 
+def searchable_text(item: Item) -> str:
+    """The text a search looks in: read_file's text (an xlsx's computed values such as
+    "10,000,000", which its stored source holds only as =SUM(B2:B3); a deck's slides), laid
+    out once per content (a search reads every file of the world)."""
+    if item.format not in ("xlsx", "pptx"):
+        return item.content or ""
+    return _laid_out(item.format, item.content or "")
+
+
+@lru_cache(maxsize=64)  # a world's sheets and decks, kept per process; keyed by their content
+def _laid_out(format: str, content: str) -> str:
+    return file_text(SimpleNamespace(format=format, content=content))
+
+
 @tool(
     "search_files",
-    "Search files by name and (by default) by content, case-insensitively. Every word of the query must appear. "
-    "Returns up to 20 matching paths with a snippet around the first match.",
+    "Search files by name and (by default) by content, case-insensitively: the text read_file shows (a spreadsheet's "
+    "computed values and formulas too). Every word of the query must appear. Returns up to 20 matching paths with a "
+    "snippet around the first match.",
     {
         "query": text_arg("Words to look for, e.g. \"change of control\".", min_length=1, max_length=200),
         "in_content": {"type": "boolean", "description": "Search inside the files too, not only their names.", "default": True},
@@ -95,9 +112,12 @@ def search_files(ws: Workspace, query: str, in_content: bool = True, offset: int
     for item in ws.files():
         if all(w in item.path.lower() for w in words):
             hits.append((0, item.path, "name", snippet(item.content, words[0])))
-        elif in_content and all(w in item.content.lower() for w in words):
-            phrase = query.strip() if query.strip().lower() in item.content.lower() else words[0]
-            hits.append((1, item.path, "content", snippet(item.content, phrase)))
+        elif in_content:
+            text = searchable_text(item)  # what read_file shows: a sheet's computed values too
+            lowered = text.lower()
+            if all(w in lowered for w in words):
+                phrase = query.strip() if query.strip().lower() in lowered else words[0]
+                hits.append((1, item.path, "content", snippet(text, phrase)))
     found = [{"path": p, "matched": m, "snippet": s} for _, p, m, s in sorted(hits)]
     result = {"query": query, "matches": len(hits), "offset": offset}
     again = f"search_files with query={to_json(query)}" + ("" if in_content else ", in_content=false")
