@@ -41,6 +41,9 @@ def test_versions_listed_and_any_two_compared(client, team, env_task, history):
     assert "&lt;script&gt;" in prompt and SCRIPT not in page
     # A trial batch keeps no reference answer: said in words, not shown as a deletion.
     assert "Not kept for a trial batch" in page
+    # Submitted, the task is not being edited: "Now" says what it is.
+    assert "Now (the task as it stands: in review, not being edited)" in listing
+    assert "the task as it is being edited" not in listing
 
 
 def test_reference_answer_compared_between_a_submission_and_now(client, team, env_task, history):
