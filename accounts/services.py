@@ -118,12 +118,19 @@ def _account_named(identifier: str) -> User:
                            "administrator (the Django admin at /admin/); ask them, then add it here.")
 
 
+def _still_there(membership: Membership) -> Membership:
+    current = Membership.objects.select_related("user").filter(pk=membership.pk).first()
+    if current is None:
+        raise ApplicationError("This member was removed from the project meanwhile; reload the page.")
+    return current
+
+
 @transaction.atomic
 def member_role_change(*, membership: Membership, by: User, role: str) -> Membership:
     _check_role(role)
     admins = _lock_admins(membership.project_id)
     _require_admin(membership.project_id, by)  # after the lock: an admin demoted meanwhile is refused
-    membership = Membership.objects.select_related("user").get(pk=membership.pk)
+    membership = _still_there(membership)
     if membership.role == role:
         return membership
     if membership.role == Role.ADMIN and admins == [membership.pk]:
@@ -141,7 +148,7 @@ def member_role_change(*, membership: Membership, by: User, role: str) -> Member
 def member_remove(*, membership: Membership, by: User) -> None:
     admins = _lock_admins(membership.project_id)
     _require_admin(membership.project_id, by)  # after the lock: an admin demoted meanwhile is refused
-    membership = Membership.objects.select_related("user").get(pk=membership.pk)
+    membership = _still_there(membership)
     if admins == [membership.pk]:
         raise ApplicationError(f"{membership.user.username} is this project's only admin: make someone else admin first.")
     username, role, project_id = membership.user.username, membership.role, membership.project_id
