@@ -45,7 +45,8 @@ def _endpoint_from(request: HttpRequest):
     return endpoint_get_usable(pk=int(raw))
 
 
-def _panel(request: HttpRequest, world: World, partial: str, error: ApplicationError | None = None, trigger: str = "") -> HttpResponse:
+def _panel(request: HttpRequest, world: World, partial: str, error: ApplicationError | None = None, trigger: str = "",
+           refresh_when_finished: bool = False) -> HttpResponse:
     if not request.htmx:
         return redirect("world-editor", pk=world.pk)
     context = {
@@ -54,6 +55,11 @@ def _panel(request: HttpRequest, world: World, partial: str, error: ApplicationE
         **drafting_context(world),
         f"{partial.replace('-', '_')}_error": error.message if error else None,
     }
+    if refresh_when_finished and context["progress"] and context["progress"]["is_finished"]:
+        # Decided on the progress this answer shows: the panel stops polling exactly when it
+        # shows the run finished, so that same answer must tell the data room to refresh
+        # (deciding on an earlier read, a run that finished in between left the tree stale).
+        trigger = "data-room-changed"
     response = render_with_error(request, f"{WORLD}#{partial}", context, error)
     if trigger:
         response["HX-Trigger"] = trigger
@@ -104,8 +110,7 @@ def world_draft_all(request: HttpRequest, pk: int) -> HttpResponse:
 def draft_run_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """Polled every 2 s while the run has work left; the last answer tells the data room to refresh."""
     run = selectors.draft_run_get_for_user(user=request.user, pk=pk)
-    finished = drafting.draft_run_progress(run=run)["is_finished"]
-    return _panel(request, run.world, "draft-progress", trigger="data-room-changed" if finished else "")
+    return _panel(request, run.world, "draft-progress", refresh_when_finished=True)
 
 
 @require_POST
