@@ -8,6 +8,7 @@ The report (page → violations) is written to artifacts/axe-report.json.
 """
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from io import StringIO
@@ -208,6 +209,11 @@ def test_main_pages_have_no_axe_violations(page: Page, live_server, demo: Demo, 
     pack = pack_create(project_id=demo.project.pk, user=demo.admin, name="Demo pack", submission_ids=[submission.pk])
     sign_in_as(page, base, demo.admin)
     check("review settings", f"/projects/{demo.project.pk}/review-settings/")
+    check("members", f"/projects/{demo.project.pk}/members/")
+    page.goto(f"{base}/account/api-token/")
+    page.get_by_role("button", name=re.compile("my token")).click()  # the page with the token shown, once
+    page.locator("#token-value").wait_for()
+    report["api token"] = axe_check(page, axe_source)
     check("packs", f"/projects/{demo.project.pk}/packs/")
     check("pack detail", f"/packs/{pack.pk}/")
     check("models", "/models/")
