@@ -64,7 +64,8 @@ def member_get_for_admin(*, user: User, pk: int) -> Membership:
     return membership
 
 
-def has_api_token(*, user: User) -> bool:
+def api_token_key(*, user: User) -> str | None:
+    """The user's API token, or None when they have none (accounts.services makes one)."""
     from rest_framework.authtoken.models import Token
 
-    return Token.objects.filter(user=user).exists()
+    return Token.objects.filter(user=user).values_list("key", flat=True).first()

@@ -105,9 +105,10 @@ def member_remove(request: HttpRequest, pk: int) -> HttpResponse:
 def api_token(request: HttpRequest) -> HttpResponse:
     """The token page. The token itself shows only on the first load after "Show my token"
     (a flag the POST leaves in the session), so a reload or a later visit hides it again."""
-    context = {"has_token": selectors.has_api_token(user=request.user)}
-    if request.session.pop("show_api_token", False) and context["has_token"]:
-        context |= {"token": services.api_token_issue(user=request.user), "mcp_url": request.build_absolute_uri("/mcp/")}
+    key = selectors.api_token_key(user=request.user)
+    context = {"has_token": key is not None}
+    if request.session.pop("show_api_token", False) and key is not None:
+        context |= {"token": key, "mcp_url": request.build_absolute_uri("/mcp/")}
     response = render(request, "accounts/api_token.html", context)
     response["Cache-Control"] = "no-store"
     return response

@@ -5,8 +5,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.models import Role
-from accounts.selectors import membership_get, project_list_for_user
-from accounts.services import require_role
+from accounts.selectors import project_admin_get, project_list_for_user
 from authoring.selectors import env_tasks_in_project
 from core.exceptions import ApplicationError
 from core.listing import ListSpec, list_page
@@ -20,12 +19,8 @@ from reviews.models import Submission
 
 
 def _admin_membership(request: HttpRequest, project_pk: int):
-    membership = membership_get(user=request.user, project_id=project_pk)
-    try:
-        require_role(membership, "export")
-    except ApplicationError:
-        raise Http404("Only a project's admins export packs.") from None
-    return membership
+    """Packs are an admin's business: 404 for anyone else (accounts.selectors.project_admin_get)."""
+    return project_admin_get(user=request.user, project_id=project_pk)
 
 
 def _build_form_context(request: HttpRequest, project, approved: list[Submission], form: PackForm | None = None, **extra) -> dict:

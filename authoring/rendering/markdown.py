@@ -105,6 +105,13 @@ def item_numbers(tokens, start: int, end: int) -> list[int | None]:
     return numbers
 
 
+def block_numbers(block: dict, count: int) -> list[int | None]:
+    """Each item's number in a numbered block: as written ("numbers"), else 1, 2, 3 …;
+    None for an item of a list nested in a numbered item (a bullet)."""
+    numbers = list(block.get("numbers") or [])
+    return [*numbers, *range(len(numbers) + 1, count + 1)]
+
+
 def parse_blocks(content: str) -> dict:
     tokens = _md.parse(content or "")
     blocks: list[dict] = []
@@ -192,8 +199,7 @@ def blocks_to_markdown(blocks: list[dict]) -> str:
                 if kind == "bullets":
                     written = "\n".join(_item("*" if variant else "-", x) for x in items)
                 else:
-                    numbers = list(b.get("numbers") or [])
-                    numbers += range(len(numbers) + 1, len(items) + 1)
+                    numbers = block_numbers(b, len(items))
                     written = "\n".join(_item(f"{n}{')' if variant else '.'}", x) if n is not None else _item("   -", x)
                                         for n, x in zip(numbers, items, strict=False))
                 out.append(written)

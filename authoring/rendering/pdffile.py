@@ -17,7 +17,7 @@ import os
 from fpdf import FPDF
 
 from .base import FIXED_CREATED
-from .markdown import Run, inline_runs, plain_text
+from .markdown import Run, block_numbers, inline_runs, plain_text
 from .wordfile import document_title
 
 # fpdf2 subsets embedded fonts with fontTools, which logs every glyph table at INFO:
@@ -90,8 +90,7 @@ def render_pdf(blocks: list[dict]) -> bytes:
             pdf.runs(inline_runs(b["text"]), 11)
             pdf.ln(3)
         elif kind in ("bullets", "numbered"):
-            numbers = [*(b.get("numbers") or []), *range(len(b.get("numbers") or []) + 1, len(b["items"]) + 1)]
-            for n, item in zip(numbers, b["items"], strict=False):
+            for n, item in zip(block_numbers(b, len(b["items"])), b["items"], strict=False):
                 marker = f"{n}." if kind == "numbered" and n is not None else "•"
                 pdf.set_font(pdf.family, "", 11)
                 pdf.set_x(pdf.l_margin + 4)

@@ -2,14 +2,13 @@
 and the checklist reviewers answer."""
 
 from django.contrib import messages
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.models import Project
-from accounts.selectors import membership_for, project_get_for_user
-from accounts.services import require_role
-from core.exceptions import ApplicationError, PermissionRefused
+from accounts.selectors import project_admin_get
+from core.exceptions import ApplicationError
 from core.views import render_error
 from reviews import selectors, services
 from reviews.forms import ReviewPolicyForm
@@ -18,12 +17,7 @@ from reviews.models import ChecklistItem
 
 def _project(request: HttpRequest, project_pk: int) -> Project:
     """The project, for its admins; 404 for anyone else (admin-only pages are hidden, as packs are)."""
-    project = project_get_for_user(user=request.user, pk=project_pk)
-    try:
-        require_role(membership_for(user=request.user, project_id=project.pk), "administer")
-    except PermissionRefused:
-        raise Http404("Only a project's admins change its review settings.") from None
-    return project
+    return project_admin_get(user=request.user, project_id=project_pk).project
 
 
 def _context(project: Project, form: ReviewPolicyForm | None = None) -> dict:
