@@ -45,8 +45,11 @@ def check_broker(timeout: float) -> None:
     every socket operation bounded: a Redis broker answers a PING as the channel opens."""
     from config.celery import app
 
+    url = settings.CELERY_BROKER_URL
     options = {"socket_connect_timeout": timeout, "socket_timeout": timeout}
-    with app.connection_for_write(url=settings.CELERY_BROKER_URL, connect_timeout=timeout, transport_options=options) as conn:
+    # (settings name a transport only for the filesystem broker: any other URL's scheme names its own)
+    transport = getattr(settings, "CELERY_BROKER_TRANSPORT", None) if url.startswith("filesystem://") else url.partition("://")[0]
+    with app.connection_for_write(url=url, transport=transport, connect_timeout=timeout, transport_options=options) as conn:
         conn.ensure_connection(max_retries=0, timeout=timeout)
 
 

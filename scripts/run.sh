@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Started by `make run`. Migrates, loads the demo data, then runs a Celery worker and the
-# Django development server side by side until Ctrl-C (SIGINT) or SIGTERM stops both.
+# Started by `make run`. Migrates, loads the demo data, then runs the Celery workers (one
+# process per core, at most 4) and the Django development server side by side until Ctrl-C
+# (SIGINT) or SIGTERM stops them all.
 #
 # With no DATABASE_URL / CELERY_BROKER_URL / REDIS_URL set, settings use SQLite under var/
 # and kombu's filesystem broker under var/broker: nothing else has to be installed.
@@ -19,6 +20,9 @@ VAR_DIR=${TASKWRIGHT_VAR_DIR:-var}
 LOG_DIR="${VAR_DIR}/log"
 WORKER_LOG="${LOG_DIR}/worker.log"
 WORKER_QUEUES=default,drafting,rollouts,grading,packs
+# One worker process per core (at most 4), each with a few threads: a process runs its
+# threads' Python one at a time, so a second core only helps through a second process.
+WORKER_PROCESSES=${WORKER_PROCESSES:-$("$PYTHON" -c 'import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))')}
 STOP_GRACE_SECONDS=15
 
 mask() {  # hide the password part of a URL
@@ -46,19 +50,19 @@ say "Loading demo data"
 seed_output=$("$PYTHON" manage.py seed_demo)
 printf '%s\n' "$seed_output"
 
-worker_pid=""
+worker_pids=""
 server_pid=""
 
 stop_all() {
     trap - INT TERM EXIT
     local pids=()
-    for pid in $server_pid $worker_pid; do
+    for pid in $server_pid $worker_pids; do
         if kill -0 "$pid" 2>/dev/null; then
             pids+=("$pid")
         fi
     done
     if ((${#pids[@]})); then
-        say "Stopping the web server and the worker"
+        say "Stopping the web server and the workers"
         kill -TERM "${pids[@]}" 2>/dev/null || true
         # The worker's warm shutdown lets a running job finish; past the grace period it
         # is killed, and the broker hands its unacknowledged job to the next worker.
@@ -68,8 +72,8 @@ stop_all() {
             ((alive)) || break
             sleep 0.25
         done
-        # (the worker itself, too, if its supervisor is killed before it)
-        pkill -KILL -P "$worker_pid" 2>/dev/null || true
+        # (the workers themselves, too, if their supervisors are killed before them)
+        for pid in $worker_pids; do pkill -KILL -P "$pid" 2>/dev/null || true; done
         kill -KILL "${pids[@]}" 2>/dev/null || true
     fi
     wait 2>/dev/null || true
@@ -80,16 +84,16 @@ trap 'stop_all' EXIT
 
 mkdir -p "$LOG_DIR"
 : >"$WORKER_LOG"
-# The worker runs under a small supervisor: a worker that dies (killed, out of memory, an
+# Each worker runs under a small supervisor: a worker that dies (killed, out of memory, an
 # unrecoverable error) is started again at once, and its unfinished jobs resume (their
 # messages come back, and the claims make them safe to run again). One that keeps dying
-# within seconds of its start is given up on after a few tries.
+# within seconds of its start is given up on after a few tries. Argument: the worker's number.
 supervise_worker() {
-    local child="" started status quick=0
+    local child="" started status quick=0 name="worker$1@%h"
     trap '[[ -n $child ]] && kill -TERM "$child" 2>/dev/null; [[ -n $child ]] && wait "$child"; exit 0' TERM INT
     while true; do
         started=$SECONDS
-        "$PYTHON" -m celery -A config worker -Q "$WORKER_QUEUES" --pool threads -c 4 -l info >>"$WORKER_LOG" 2>&1 &
+        "$PYTHON" -m celery -A config worker -n "$name" -Q "$WORKER_QUEUES" --pool threads -c 4 -l info >>"$WORKER_LOG" 2>&1 &
         child=$!
         set +e
         wait "$child"
@@ -105,28 +109,32 @@ supervise_worker() {
     done
 }
 
-say "Starting the Celery worker (queues ${WORKER_QUEUES}; log: ${WORKER_LOG}; restarted if it dies)"
-supervise_worker &
-worker_pid=$!
+say "Starting ${WORKER_PROCESSES} Celery worker process(es) (queues ${WORKER_QUEUES}; log: ${WORKER_LOG}; restarted if one dies)"
+for number in $(seq "$WORKER_PROCESSES"); do
+    supervise_worker "$number" &
+    worker_pids="$worker_pids $!"
+done
 
 say "Starting the web server on ${URL}"
 DB_CONN_MAX_AGE=0 "$PYTHON" manage.py runserver "${ADDRESS}:${PORT}" &  # a thread per request: keep no connection
 server_pid=$!
 
-# Wait until both answer: the worker logs "ready." once it consumes from the broker;
+# Wait until all answer: each worker logs "ready." once it consumes from the broker;
 # the server answers any HTTP request (a redirect to the login page is fine).
 up=0
 for _ in $(seq 240); do
-    if ! kill -0 "$worker_pid" 2>/dev/null; then
-        echo "The Celery worker stopped while starting; its log (${WORKER_LOG}):" >&2
-        tail -n 40 "$WORKER_LOG" >&2
-        exit 1
-    fi
+    for pid in $worker_pids; do
+        if ! kill -0 "$pid" 2>/dev/null; then
+            echo "A Celery worker stopped while starting; the workers' log (${WORKER_LOG}):" >&2
+            tail -n 40 "$WORKER_LOG" >&2
+            exit 1
+        fi
+    done
     if ! kill -0 "$server_pid" 2>/dev/null; then
         echo "The web server stopped while starting (is port ${PORT} in use? try PORT=8001 make run)." >&2
         exit 1
     fi
-    if grep -q " ready\.$" "$WORKER_LOG" &&
+    if (($(grep -c " ready\.$" "$WORKER_LOG") >= WORKER_PROCESSES)) &&
         "$PYTHON" -c 'import sys, urllib.request, urllib.error
 try:
     urllib.request.urlopen(sys.argv[1], timeout=2)
@@ -138,7 +146,7 @@ except urllib.error.HTTPError:
     sleep 0.25
 done
 if ((!up)); then
-    echo "The web server or the worker did not come up within a minute; see the output above and ${WORKER_LOG}." >&2
+    echo "The web server or a worker did not come up within a minute; see the output above and ${WORKER_LOG}." >&2
     exit 1
 fi
 
@@ -151,20 +159,21 @@ cat <<EOF
   Demo logins (also in ${VAR_DIR}/demo_logins.json):
 ${logins}
 
-  Worker log: ${WORKER_LOG}        Stop both: Ctrl-C
+  Workers' log: ${WORKER_LOG}      Stop all: Ctrl-C
 ────────────────────────────────────────────────────────────────────────
 
 EOF
 
 # Run until either process exits or a signal arrives (the traps stop both).
 set +e
-wait -n "$server_pid" "$worker_pid"
+# shellcheck disable=SC2086  # (the workers' pids, one word each)
+wait -n "$server_pid" $worker_pids
 status=$?
 set -e
 if ! kill -0 "$server_pid" 2>/dev/null; then
-    echo "The web server exited (status ${status}); stopping the worker." >&2
+    echo "The web server exited (status ${status}); stopping the workers." >&2
 else
-    echo "The Celery worker exited (status ${status}); stopping the web server. Its log: ${WORKER_LOG}" >&2
+    echo "A Celery worker gave up (status ${status}); stopping the web server and the others. Their log: ${WORKER_LOG}" >&2
     tail -n 20 "$WORKER_LOG" >&2
 fi
 exit "$status"

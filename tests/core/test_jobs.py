@@ -2,7 +2,7 @@
 thread, and only while they run; a job is taken over only once its heartbeat is stale."""
 
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
@@ -145,7 +145,9 @@ def _database_now():
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT CURRENT_TIMESTAMP")
-        return cursor.fetchone()[0]
+        value = cursor.fetchone()[0]
+    # (SQLite answers in text, in UTC)
+    return datetime.fromisoformat(value).replace(tzinfo=UTC) if isinstance(value, str) else value
 
 
 def test_claims_beats_and_staleness_go_by_the_databases_clock_not_the_hosts(team, settings, monkeypatch):
