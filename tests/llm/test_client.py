@@ -465,3 +465,25 @@ def test_the_model_sdks_load_only_where_a_model_is_called():
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("kind", ["openai_compatible", "anthropic"])
+def test_the_tools_are_encoded_once_and_every_request_carries_them(db, fake_llm, kind, monkeypatch):
+    from llm import client
+
+    endpoint = ModelEndpoint.objects.create(name=f"tools {kind}", kind=kind, base_url=fake_llm.url, model="m")
+    path = {"type": "object", "properties": {"path": {"type": "string"}}}
+    tools = [{"name": "read_file", "description": "Lire un fichier — «vite».", "parameters": path}]
+    encoded = []
+    monkeypatch.setattr(client, "_json", lambda value, encode=client._json: encoded.append(value) or encode(value))
+    fake_llm.script(Reply(content="one"), Reply(content="two"), Reply(structured={"title": "LOI", "amount": 3}))
+    chat(endpoint=endpoint, messages=MESSAGES, purpose="rollout", tools=tools)
+    chat(endpoint=endpoint, messages=[*MESSAGES, {"role": "assistant", "content": "one"}], purpose="rollout", tools=tools)
+    chat(endpoint=endpoint, messages=MESSAGES, purpose="judge", tools=tools, schema=SCHEMA)  # its tools differ (Anthropic's answer tool)
+
+    for request, messages, schema in zip(
+        fake_llm.requests, [MESSAGES, [*MESSAGES, {"role": "assistant", "content": "one"}], MESSAGES], [None, None, SCHEMA], strict=True
+    ):
+        assert request.body == client.request_body(kind=kind, model="m", messages=messages, tools=tools, schema=schema)
+    tool_lists = [value for value in encoded if isinstance(value, list)]
+    assert len(tool_lists) == 1  # the two plain calls shared one encoding of the tools
