@@ -79,7 +79,7 @@ def _trials(env_task: EnvTask, rubric: RubricVersion) -> dict:
     return {
         "batch": batch,
         "batch_url": reverse("batch-detail", args=[batch.pk]),
-        "quality_url": f"{reverse('batch-quality', args=[batch.pk])}?rubric={rubric.number}",
+        "verdicts_url": f"{reverse('batch-quality', args=[batch.pk])}?rubric={rubric.number}",
         "graded": len(scores),
         "passed": passed,
         "pass_rate": passed / len(scores) if scores else None,
@@ -167,7 +167,7 @@ def _agreement(rubric: RubricVersion, batch: RolloutBatch | None) -> dict:
                 if result["points"] else None,
             })
     return {"rows": rows, "expert_marks": marks, "marked": marks > 0, "rankings": rankings,
-            "quality_url": f"{reverse('batch-quality', args=[batch.pk])}?rubric={rubric.number}" if batch else ""}
+            "verdicts_url": f"{reverse('batch-quality', args=[batch.pk])}?rubric={rubric.number}" if batch else ""}
 
 
 # --- The world -----------------------------------------------------------------------------------

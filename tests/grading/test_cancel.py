@@ -71,7 +71,7 @@ def test_a_cancelled_regrade_stops_before_the_next_criterion_and_keeps_what_was_
     assert len(checks) == 2 * 4 - 1  # the verdict reached before the cancel is kept, not asked again
 
 
-def test_the_quality_page_shows_the_grading_bar_and_cancel_then_cancelled(client, team, demo, django_capture_on_commit_callbacks):  # noqa: F811
+def test_the_verifier_page_shows_the_grading_bar_and_cancel_then_cancelled(client, team, demo, django_capture_on_commit_callbacks):  # noqa: F811
     v2 = tighten(demo, team)
     client.force_login(team.author)
     with django_capture_on_commit_callbacks(execute=False):

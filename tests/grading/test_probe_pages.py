@@ -153,7 +153,7 @@ def ranked_weak_hr(team, world, endpoint, fake_llm, django_capture_on_commit_cal
                     quiet=lambda: django_capture_on_commit_callbacks(execute=False))
 
 
-def test_the_quality_page_shows_every_ranking_warning_and_the_criteria_that_cause_them(author_client, ranked_weak_hr):
+def test_the_verifier_page_shows_every_ranking_warning_and_the_criteria_that_cause_them(author_client, ranked_weak_hr):
     html = author_client.get(reverse("batch-quality", args=[ranked_weak_hr.batch.pk])).content.decode()
     text = html.split('id="q-low-agreement">', 1)[1].split('id="q-ranking-culprits"', 1)[0]
     assert 'data-kind="ceiling"' in text and 'data-kind="no_separation"' in text and 'data-kind="probe_passes"' in text
