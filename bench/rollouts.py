@@ -308,7 +308,7 @@ def suite() -> None:
                 if line.startswith("concurrent rollouts per process:")
             ]
     for label, ratio, target in results:
-        print(f"{label}: {ratio}    (target {target})")
+        print(f"{label}: {ratio}    ({target if target == 'for comparison' else f'target {target}'})")
     print(f"concurrent rollouts per process: {min(peaks) if peaks else 0}    (target ≥ 50; the least of the one-process runs)")
 
 
