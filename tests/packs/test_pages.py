@@ -141,6 +141,7 @@ def test_pack_import_through_the_page_and_the_api_and_refusals(demo_pack, client
     # The same pack again (a second upload): refused, saying when it was imported and how to make a copy on purpose.
     again = client.post(reverse("pack-import", args=[target.pk]), {"file": SimpleUploadedFile("release (1).zip", data)})
     assert again.status_code == 400 and "was already imported into this project by" in again.content.decode()
+    assert "choose the zip again" in again.content.decode()  # the file box comes back empty: say so
     assert "Nothing was imported" in again.content.decode() and target.env_tasks.count() == 1
     refused = client.post(reverse("pack-import", args=[target.pk]), {"file": SimpleUploadedFile("bad.zip", b"not a zip")})
     assert refused.status_code == 400 and "Nothing was imported" in refused.content.decode()
