@@ -101,11 +101,11 @@ supervise_worker() {
         set -e
         if ((SECONDS - started < 10)); then quick=$((quick + 1)); else quick=0; fi
         if ((quick >= 5)); then
-            echo "The Celery worker exited (status ${status}) within seconds of its start, 5 times in a row: giving up." >>"$WORKER_LOG"
+            echo "Celery worker $1 exited (status ${status}) within seconds of its start, 5 times in a row: giving up." >>"$WORKER_LOG"
             exit "$status"
         fi
-        echo "The Celery worker exited (status ${status}); starting it again." >>"$WORKER_LOG"
-        sleep 1
+        sleep 1  # (when make run is stopping, its TERM arrives meanwhile and the trap above ends this loop)
+        echo "Celery worker $1 exited (status ${status}); starting it again." >>"$WORKER_LOG"
     done
 }
 
