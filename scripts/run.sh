@@ -23,6 +23,10 @@ WORKER_QUEUES=default,drafting,rollouts,grading,packs
 # One worker process per core (at most 4), each with a few threads: a process runs its
 # threads' Python one at a time, so a second core only helps through a second process.
 WORKER_PROCESSES=${WORKER_PROCESSES:-$("$PYTHON" -c 'import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))')}
+if ! [[ $WORKER_PROCESSES =~ ^[1-9][0-9]*$ ]]; then
+    echo "WORKER_PROCESSES must be a whole number of worker processes, 1 or more (it is '${WORKER_PROCESSES}')." >&2
+    exit 1
+fi
 STOP_GRACE_SECONDS=15
 
 mask() {  # hide the password part of a URL

@@ -78,3 +78,12 @@ def test_make_run_starts_two_workers_serves_runs_a_job_and_stops_on_ctrl_c(tmp_p
     assert status == 130, output.read_text()[-3000:]
     assert left == [], f"still running 60 s after Ctrl-C: {left}"
     assert "starting it again" not in (tmp_path / "var" / "log" / "worker.log").read_text()
+
+
+@pytest.mark.parametrize("value", ["0", "two", "-1"])
+def test_a_bad_worker_count_is_refused_before_anything_starts(tmp_path, value):
+    env = dict(os.environ, TASKWRIGHT_VAR_DIR=str(tmp_path / "var"), PORT=str(_free_port()), PYTHON=sys.executable, WORKER_PROCESSES=value)
+    run = subprocess.run(["bash", "scripts/run.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1
+    assert f"WORKER_PROCESSES must be a whole number of worker processes, 1 or more (it is '{value}')." in run.stderr
+    assert not (tmp_path / "var" / "db.sqlite3").exists() and "Applying migrations" not in run.stdout
