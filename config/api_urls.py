@@ -14,6 +14,7 @@ from packs import apis as packs_apis
 from reviews import apis as reviews_apis
 from reviews.apis import audit as reviews_audit_apis
 from reviews.apis import comments as reviews_comment_apis
+from reviews.apis import deletion as reviews_deletion_apis
 from reviews.apis import notifications as reviews_notification_apis
 from reviews.apis.stats import ReviewStatsApi
 from rollouts import apis as rollouts_apis
@@ -33,11 +34,11 @@ urlpatterns = [
     path("worlds/", authoring_apis.WorldListApi.as_view(), name="api-worlds"),
     path("worlds/import/", authoring_transfer_apis.WorldImportApi.as_view(), name="api-worlds-import"),
     path("worlds/<str:pk>/export/", authoring_transfer_apis.WorldExportApi.as_view(), name="api-world-export"),
-    path("worlds/<str:pk>/", authoring_apis.WorldDetailApi.as_view(), name="api-world"),
+    path("worlds/<str:pk>/", reviews_deletion_apis.WorldDetailApi.as_view(), name="api-world"),  # authoring's, with DELETE
     path("worlds/<str:pk>/documents/", authoring_apis.WorldDocumentListApi.as_view(), name="api-world-documents"),
     path("documents/<str:pk>/", authoring_apis.DocumentDetailApi.as_view(), name="api-document"),
     path("tasks/", authoring_apis.EnvTaskListApi.as_view(), name="api-tasks"),
-    path("tasks/<str:pk>/", authoring_apis.EnvTaskDetailApi.as_view(), name="api-task"),
+    path("tasks/<str:pk>/", reviews_deletion_apis.EnvTaskDetailApi.as_view(), name="api-task"),  # authoring's, with DELETE
     path("tasks/<str:pk>/new-version/", authoring_apis.EnvTaskNewVersionApi.as_view(), name="api-task-new-version"),
     path("tasks/<str:pk>/rubric/", authoring_apis.RubricApi.as_view(), name="api-task-rubric"),
     path("tasks/<str:pk>/rubric/criteria/", authoring_apis.CriterionListApi.as_view(), name="api-task-criteria"),

@@ -222,6 +222,8 @@ class AuditVerb(models.TextChoices):
     CHECKLIST_CHANGED = "checklist_changed", "Changed the checklist"
     MEMBERS_CHANGED = "members_changed", "Changed the members"
     PACK_IMPORTED = "pack_imported", "Imported a pack"
+    TASK_DELETED = "task_deleted", "Deleted a task"
+    WORLD_DELETED = "world_deleted", "Deleted a world"
 
 
 class AuditEvent(models.Model):

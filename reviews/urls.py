@@ -1,12 +1,14 @@
 from django.urls import path
 
-from reviews.views import audit, comments, notifications, queue, review_settings, stats, submission
+from reviews.views import audit, comments, deletion, notifications, queue, review_settings, stats, submission
 from reviews.views.versions import prompt_versions
 
 urlpatterns = [
     path("", queue.dashboard, name="dashboard"),
     # The author's side, on the task page
     path("tasks/<int:task_pk>/reviews/", queue.task_reviews, name="task-reviews"),
+    path("tasks/<int:pk>/delete/", deletion.task_delete, name="task-delete"),
+    path("worlds/<int:pk>/delete/", deletion.world_delete, name="world-delete"),
     path("tasks/<int:task_pk>/submit/", queue.task_submit, name="task-submit"),
     path("tasks/<int:task_pk>/probes/<int:probe_pk>/explain/", queue.probe_explain, name="probe-explain"),
     path("tasks/<int:task_pk>/prompt-versions/", prompt_versions, name="prompt-versions"),

@@ -145,6 +145,11 @@ ROUTES = [
     Route("document-download", "drafted", "get"),
     Route("document-source-download", "uploaded", "get"),
     Route("document-version-restore", "version", "post", (("revision", "rev:drafted"),), "author"),
+    # deleting a task or a world with no history: the page asks first
+    Route("task-delete", "task2", "get", (), "author"),
+    Route("task-delete", "task2", "post", (), "author"),
+    Route("world-delete", "full_world", "get", (), "author"),
+    Route("world-delete", "full_world", "post", (), "author"),
     # world export / import (APEX-Agents layout)
     Route("world-export", "full_world", "get", (), "author"),
     Route("world-import", "project", "post", (("archive", "worldzip:full_world"),), "author"),

@@ -1,5 +1,6 @@
 """The reads of QA, scoped by membership (reviews.selectors.<module> holds each; this package names them all)."""
 
+from reviews.selectors.deletion import Deletion, env_task_deletion, world_deletion
 from reviews.selectors.gates import Gate, submit_gates, unexplained_probes
 from reviews.selectors.policy import DEFAULT_CHECKLIST, checklist_items, review_policy_for_project
 from reviews.selectors.queue import (
@@ -21,11 +22,13 @@ from reviews.selectors.queue import (
 
 __all__ = [
     "DEFAULT_CHECKLIST",
+    "Deletion",
     "Gate",
     "adjudication_queue_for_user",
     "approved_submissions_for_project",
     "checklist_items",
     "claim_cutoff",
+    "env_task_deletion",
     "review_claimed_by_user",
     "review_policy_for_project",
     "review_queue_for_user",
@@ -40,4 +43,5 @@ __all__ = [
     "submit_gates",
     "unexplained_probes",
     "with_visible_reviews",
+    "world_deletion",
 ]

@@ -1,6 +1,7 @@
 """The writes of QA (reviews.services.<module> holds each; this package names them all)."""
 
 from reviews.services.audit import audit_record
+from reviews.services.deletion import env_task_delete, world_delete
 from reviews.services.notifications import notifications_mark_read, notify
 from reviews.services.policy import (
     checklist_ensure,
@@ -27,6 +28,7 @@ __all__ = [
     "checklist_item_add",
     "checklist_item_retire",
     "checklist_item_update",
+    "env_task_delete",
     "notifications_mark_read",
     "notify",
     "probe_explain",
@@ -37,4 +39,5 @@ __all__ = [
     "submission_create",
     "submission_release",
     "submission_withdraw",
+    "world_delete",
 ]

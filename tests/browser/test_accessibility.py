@@ -192,6 +192,8 @@ def test_main_pages_have_no_axe_violations(page: Page, live_server, demo: Demo, 
     check("calendar week", f"/worlds/{demo.world.pk}/apps/calendar/?view=week")  # (its days were cells of no row)
     check("step request and response", f"/steps/{rollout.steps.order_by('index').first().pk}/exchange/")
     check("trial runs page", f"/tasks/{demo.env_task.pk}/trials/?sort=status")
+    check("delete a task: asked first", f"/tasks/{demo.env_task.pk}/delete/")
+    check("delete a world: why not", f"/worlds/{demo.world.pk}/delete/")
 
     # QA: submitted, claimed by the reviewer, looked at, approved; then packed by the admin.
     submission = submission_create(env_task=demo.env_task, user=demo.author)
