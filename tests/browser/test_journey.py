@@ -51,7 +51,10 @@ def assert_same_document(page: Page) -> None:
 
 
 def answer_checklist(page: Page, *, fail: tuple[int, ...] = ()) -> None:
-    """Answer every item of the review checklist: pass, except the rows in `fail` (0-based)."""
+    """Answer every item of the review checklist: pass, except the rows in `fail` (0-based).
+    First the comment sections above it finish loading: each swap moves the checklist down,
+    and a click aimed before one lands beside its radio button (seen on a busy machine)."""
+    expect(page.locator('[hx-trigger="load"]')).to_have_count(0)
     rows = page.locator("fieldset.checklist tbody tr")
     for i in range(rows.count()):
         rows.nth(i).get_by_label("Fail" if i in fail else "Pass").check()
