@@ -17,7 +17,7 @@ from authoring.models import EnvTask, World
 from authoring.services.common import author_membership
 from core.exceptions import ApplicationError
 from reviews.models import AuditVerb
-from reviews.selectors.deletion import env_task_deletion, world_deletion
+from reviews.selectors.deletion import env_task_deletion_refusal, world_deletion_refusal
 from reviews.services.audit import audit_record
 from rollouts.models import Grade, ProbeRun, Rollout, RolloutBatch
 from workspace.models import Overlay
@@ -29,7 +29,7 @@ def env_task_delete(*, env_task: EnvTask, user: User) -> str:
     steps, grades and what their agents wrote) and probe runs. Returns its title, for the message."""
     author_membership(user=user, project_id=env_task.project_id)
     env_task = EnvTask.objects.select_for_update().get(pk=env_task.pk)
-    refusal = env_task_deletion(env_task).refusal
+    refusal = env_task_deletion_refusal(env_task)
     if refusal:
         raise ApplicationError(refusal)
     title, project_id, pk = env_task.title, env_task.project_id, env_task.pk
@@ -51,7 +51,7 @@ def world_delete(*, world: World, user: User) -> str:
     proposals and sandboxes. Returns its title, for the message."""
     author_membership(user=user, project_id=world.project_id)
     world = World.objects.select_for_update().get(pk=world.pk)
-    refusal = world_deletion(world).refusal
+    refusal = world_deletion_refusal(world)
     if refusal:
         raise ApplicationError(refusal)
     title, project_id, pk = world.title, world.project_id, world.pk
